@@ -1,0 +1,123 @@
+#include "compiler/schedule_checks.hpp"
+
+#include <fmt/format.h>
+
+#include <set>
+
+namespace kda {
+namespace {
+
+constexpr int k_max_warps_per_cta = 32;          // 1,024 threads
+constexpr int k_register_file_per_sm = 65'536;   // 32-bit registers
+constexpr int k_max_stages = 16;
+
+bool is_phase_name(const std::string& s) {
+  if (s.empty()) {
+    return false;
+  }
+  for (char c : s) {
+    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void check_phases(const KernelDecl& kernel, std::vector<Diagnostic>& sink) {
+  const std::string path = kernel.json_path + "/phases";
+  if (kernel.phases.size() < 2) {
+    sink.push_back({path, "at least two phases are needed (a lifetime spans [first, last))"});
+  }
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < kernel.phases.size(); ++i) {
+    const std::string& p = kernel.phases[i];
+    if (!is_phase_name(p)) {
+      sink.push_back({fmt::format("{}/{}", path, i), fmt::format("phase name '{}' must be lowercase [a-z0-9_]+", p)});
+    }
+    if (!seen.insert(p).second) {
+      sink.push_back({fmt::format("{}/{}", path, i), fmt::format("phase '{}' is listed twice", p)});
+    }
+  }
+}
+
+void check_pipeline(const KernelDecl& kernel, std::vector<Diagnostic>& sink) {
+  const std::string path = kernel.json_path + "/pipeline";
+  const PipelineDecl& p = kernel.pipeline;
+  if (p.stages < 1 || p.stages > k_max_stages) {
+    sink.push_back({path + "/stages", fmt::format("{} stages is outside 1..{}", p.stages, k_max_stages)});
+  }
+  if (p.producer_groups < 1 || p.producer_groups > std::max(1, p.stages)) {
+    sink.push_back({path + "/producer_groups",
+                    fmt::format("{} producer groups is outside 1..{} (one group per ring slot at most)",
+                                p.producer_groups, std::max(1, p.stages))});
+  }
+}
+
+void check_warp_roles(const Schedule& schedule, const KernelDecl& kernel, const Target& target,
+                      std::vector<Diagnostic>& sink) {
+  const std::string path = kernel.json_path + "/warp_roles";
+  if (kernel.warp_roles.empty()) {
+    sink.push_back({path, "at least one warp role is required"});
+    return;
+  }
+  std::set<std::string> names;
+  int registers_total = 0;
+  bool all_have_registers = true;
+  const WarpRole* producer = nullptr;
+  for (const WarpRole& role : kernel.warp_roles) {
+    if (!is_phase_name(role.name) || !names.insert(role.name).second) {
+      sink.push_back({role.json_path + "/name", fmt::format("role name '{}' must be a unique lowercase word", role.name)});
+    }
+    if (role.warps < 1) {
+      sink.push_back({role.json_path + "/warps", fmt::format("{} warps: a role has at least one warp", role.warps)});
+    }
+    if (role.name == "producer") {
+      producer = &role;
+    }
+    if (!role.registers) {
+      all_have_registers = false;
+      continue;
+    }
+    const int regs = *role.registers;
+    if (target.cc_major < 9 || target.variant == ArchVariant::plain) {
+      sink.push_back({role.json_path + "/registers",
+                      fmt::format("per-role registers need setmaxnreg (sm_90a and later), not available on {}",
+                                  target.name)});
+    }
+    if (regs < 24 || regs > 256 || regs % 8 != 0) {
+      sink.push_back({role.json_path + "/registers",
+                      fmt::format("{} registers: setmaxnreg takes a multiple of 8 in 24..256", regs)});
+    }
+    registers_total += regs * 32 * std::max(0, role.warps);
+  }
+  if (kernel.warps() > k_max_warps_per_cta) {
+    sink.push_back({path, fmt::format("{} warps ({} threads) exceed the {} warps ({} threads) of one CTA",
+                                      kernel.warps(), with_thousands(kernel.threads()), k_max_warps_per_cta,
+                                      with_thousands(32 * k_max_warps_per_cta))});
+  }
+  if (all_have_registers && registers_total > k_register_file_per_sm) {
+    sink.push_back({path, fmt::format("roles request {} registers in total, more than the {} of one SM",
+                                      with_thousands(registers_total), with_thousands(k_register_file_per_sm))});
+  }
+  const int groups = kernel.pipeline.producer_groups;
+  if (groups > 1) {
+    if (producer == nullptr) {
+      sink.push_back({path, fmt::format("{} producer groups need a role named 'producer'", groups)});
+    } else if (producer->warps % groups != 0) {
+      sink.push_back({producer->json_path + "/warps",
+                      fmt::format("{} producer warps do not split into {} equal groups", producer->warps, groups)});
+    }
+  }
+  (void)schedule;
+}
+
+} // namespace
+
+void check_kernel_structure(const Schedule& schedule, const KernelDecl& kernel, const Target& target,
+                            std::vector<Diagnostic>& sink) {
+  check_phases(kernel, sink);
+  check_pipeline(kernel, sink);
+  check_warp_roles(schedule, kernel, target, sink);
+}
+
+} // namespace kda

@@ -1,0 +1,138 @@
+/// \file
+/// The schedule: one kernel design as data (architecture.md, "The schedule").
+/// `parse_schedule` builds it from JSON; only `validate` turns it into a
+/// `ValidatedSchedule`. JSON keys and these member names are the same words.
+#pragma once
+
+#include "compiler/schedule_enums.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kda {
+
+/// The lifetime end of a buffer used through the whole program (barriers):
+/// one past the last phase.
+inline constexpr const char* k_end_phase = "end";
+
+/// Half-open lifetime over a kernel's phases: [phase first written, phase last
+/// read). A buffer whose last read is in the phase where another is first
+/// written may share its bytes (an in-place transformation).
+struct Lifetime {
+  std::string first;
+  std::string last;
+};
+
+/// One SMEM buffer of an aliasing plan. Its size is derived from shape x dtype.
+struct BufferDecl {
+  std::string name;
+  std::string purpose;
+  std::vector<std::int64_t> shape;
+  DType dtype = DType::bf16;
+  std::int64_t alignment = 16;
+  Region region = Region::stage;
+  Lifetime lifetime;
+  std::optional<std::string> alias;   ///< reuses the bytes of this earlier buffer
+  std::optional<std::int64_t> offset; ///< pinned offset inside its region (checked, not trusted)
+  std::string json_path;              ///< e.g. "/smem/buffers/3"
+
+  std::int64_t elements() const;
+  std::int64_t bytes() const;
+};
+
+struct SmemDecl {
+  std::vector<BufferDecl> buffers;
+  std::string json_path; ///< e.g. "/smem"
+};
+
+struct WarpRole {
+  std::string name;
+  int warps = 0;
+  std::optional<int> registers; ///< per-thread register target (setmaxnreg), sm_90a and later
+  std::string json_path;
+};
+
+struct PipelineDecl {
+  int stages = 1;          ///< ring slots between chunk preparation and the ordered consumer
+  int producer_groups = 1; ///< groups preparing chunks p, p + groups, ...
+};
+
+/// One kernel of a design: the single kernel of a fused schedule, or one entry
+/// of `kernels[]` in a decomposed one.
+struct KernelDecl {
+  std::string name;
+  KernelRole role = KernelRole::fused;
+  std::vector<std::string> phases; ///< ordered steps of one chunk's program
+  PipelineDecl pipeline;
+  std::vector<WarpRole> warp_roles;
+  SmemDecl smem;
+  std::string json_path; ///< "" for a fused schedule's top level, "/kernels/i" otherwise
+
+  int warps() const;
+  int threads() const { return 32 * warps(); }
+  /// Index of `phase` in `phases` (`k_end_phase`: phases.size()), or -1.
+  int phase_index(const std::string& phase) const;
+};
+
+struct StateDecl {
+  StatePrecision precision = StatePrecision::fp32;
+  StateResidence residence = StateResidence::registers;
+};
+
+/// Natural-log lower_bound values the schedule accepts: [min, max).
+struct LowerBoundRange {
+  double min = -5.0;
+  double max = 0.0;
+};
+
+struct Eligibility {
+  int head_dim = 128;
+  int min_heads = 1;
+  std::optional<int> max_heads;
+  LowerBoundRange lower_bound;
+  std::vector<LayoutKind> layouts;
+  std::vector<StatePrecision> state_dtypes;
+  bool checkpoints = false;
+  bool state_pool = false;
+};
+
+struct Numerics {
+  std::vector<std::string> bf16_rounding; ///< intermediates rounded to bf16, in program order
+};
+
+struct Schedule {
+  std::string source; ///< where it came from (a file name), for messages
+  std::string name;
+  std::string description;
+  Family family = Family::warp_mma;
+  std::vector<std::string> targets;
+  int chunk_size = 16;
+  ExponentAnchor exponent_anchor = ExponentAnchor::none;
+  int m_tile = 128;
+  StateDecl state;
+  Decomposition decomposition = Decomposition::fused;
+  GridKind grid = GridKind::direct;
+  int tmem_columns = 0;
+  Eligibility eligibility;
+  Numerics numerics;
+  std::vector<KernelDecl> kernels; ///< fused: exactly one, built from the top-level fields
+  nlohmann::json document;         ///< the parsed JSON, for canonical hashing
+};
+
+/// Parses a schedule document. Throws `ScheduleError` listing every problem
+/// found (unknown keys, wrong types, missing fields, unknown words), each with
+/// its JSON path. `source` names the document in messages.
+Schedule parse_schedule(const nlohmann::json& document, const std::string& source);
+
+/// Parses schedule text; a JSON syntax error is a `ScheduleError` too.
+Schedule parse_schedule_text(const std::string& text, const std::string& source);
+
+/// Reads and parses a schedule file. An unreadable file is a `ScheduleError`
+/// with an empty JSON path.
+Schedule load_schedule_file(const std::string& path);
+
+} // namespace kda

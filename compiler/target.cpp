@@ -1,0 +1,50 @@
+#include "compiler/target.hpp"
+
+#include <algorithm>
+
+namespace kda {
+namespace {
+
+// Numbers from architecture.md ("Targets and what can be verified here"). The
+// SMEM figure is the opt-in maximum per block (cudaDevAttrMaxSharedMemoryPerBlockOptin).
+const std::vector<Target>& target_table() {
+  static const std::vector<Target> k_targets = {
+      {"sm_80", 8, 0, ArchVariant::plain, 166'912, 0, 0, {Family::warp_mma}},
+      {"sm_90", 9, 0, ArchVariant::plain, 232'448, 0, 0, {Family::warp_mma}},
+      {"sm_90a", 9, 0, ArchVariant::arch_specific, 232'448, 0, 0, {Family::warp_mma, Family::wgmma}},
+      {"sm_100a", 10, 0, ArchVariant::arch_specific, 232'448, 512, 128, {Family::warp_mma, Family::tcgen05}},
+      {"sm_100f", 10, 0, ArchVariant::family, 232'448, 512, 128, {Family::warp_mma, Family::tcgen05}},
+      {"sm_103a", 10, 3, ArchVariant::arch_specific, 232'448, 512, 128, {Family::warp_mma, Family::tcgen05}},
+      {"sm_120a", 12, 0, ArchVariant::arch_specific, 101'376, 0, 0, {Family::warp_mma}},
+  };
+  return k_targets;
+}
+
+} // namespace
+
+bool Target::allows(Family family) const {
+  return std::find(families.begin(), families.end(), family) != families.end();
+}
+
+std::span<const Target> all_targets() {
+  return target_table();
+}
+
+std::optional<Target> find_target(std::string_view name) {
+  for (const Target& t : target_table()) {
+    if (t.name == name) {
+      return t;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string known_target_names() {
+  std::string out;
+  for (const Target& t : target_table()) {
+    out += out.empty() ? t.name : ", " + t.name;
+  }
+  return out;
+}
+
+} // namespace kda

@@ -1,0 +1,42 @@
+/// \file
+/// The compilation targets kdajit knows: per target its SMEM limit per block,
+/// its TMEM, and the kernel families allowed on it (architecture.md, "Targets").
+#pragma once
+
+#include "compiler/schedule_enums.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kda {
+
+/// Plain `sm_XY`, architecture-specific `sm_XYa`, or family `sm_XYf`.
+enum class ArchVariant { plain, arch_specific, family };
+
+struct Target {
+  std::string name;                 ///< the literal NVRTC arch string, e.g. "sm_100f"
+  int cc_major = 0;
+  int cc_minor = 0;
+  ArchVariant variant = ArchVariant::plain;
+  std::int64_t max_smem_per_block = 0; ///< static + dynamic, with opt-in
+  int tmem_columns = 0;                ///< 0: no tensor memory
+  int tmem_lanes = 0;
+  std::vector<Family> families;        ///< families whose instructions compile here
+
+  bool allows(Family family) const;
+};
+
+/// Every known target, in a fixed order (sm_80 first).
+std::span<const Target> all_targets();
+
+/// The target named `name`, or nothing.
+std::optional<Target> find_target(std::string_view name);
+
+/// "sm_80, sm_90, ..." for messages.
+std::string known_target_names();
+
+} // namespace kda

@@ -1,0 +1,134 @@
+#include "compiler/validated_schedule.hpp"
+#include "schedule_fixtures.hpp"
+#include "test_support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+using namespace kda;
+using Catch::Contains;
+using nlohmann::json;
+
+namespace {
+
+const SmemLayout& only_kernel_smem(const ValidatedSchedule& v) {
+  REQUIRE(v.kernels().size() == 1);
+  return v.kernels()[0].smem;
+}
+
+ValidatedSchedule validated(const std::string& name, const std::string& target) {
+  return validate(test::shipped_schedule(name), test::target_named(target));
+}
+
+} // namespace
+
+TEST_CASE("every shipped schedule validates on every target it lists", "[compiler][schedules]") {
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(test::source_path("schedules"))) {
+    if (entry.path().extension() != ".json") {
+      continue;
+    }
+    ++files;
+    const Schedule s = load_schedule_file(entry.path().string());
+    CHECK(entry.path().stem() == s.name);
+    for (const std::string& target : s.targets) {
+      INFO(s.name << " on " << target);
+      CHECK_NOTHROW(validate(s, test::target_named(target)));
+    }
+  }
+  CHECK(files >= 5);
+}
+
+TEST_CASE("M128 totals are computed from the buffers it needs", "[compiler][schedules][budget]") {
+  const ValidatedSchedule v = validated("sm100_m128_c32", "sm_100a");
+  const SmemLayout& s = only_kernel_smem(v);
+  // Sizes come from shape x dtype: 3 tiles bf16[32,128] (each hosting a chain of
+  // aliases), [Kr | Mqk^T] bf16[32,160], L/T bf16[32,32], and 960 B of per-row
+  // and per-column vectors.
+  CHECK(s.stage_used_bytes == 3 * 8192 + 10'240 + 2048 + 512 + 256 + 128 + 64);
+  CHECK(s.stage_used_bytes == 37'824);
+  CHECK(s.stage_bytes == 37'888); // rounded to the 1,024-byte swizzle alignment
+  CHECK(s.stages == 5);
+  CHECK(s.ring_bytes == 189'440);
+  CHECK(s.find("out")->bytes == 16'384); // two output buffers, as in the seed
+  CHECK(s.shared_bytes == 16'564);       // outputs + 21 mbarriers + TMEM address slot
+  CHECK(s.alignment_slack == 1'008);
+  CHECK(s.total_bytes == 207'012);
+  CHECK(s.total_bytes < 227'328); // the seed's total (schedules/README.md explains the difference)
+  CHECK(v.tmem().used_columns == 256);
+  CHECK(v.tmem().allocated_columns == 256);
+  for (const PlacedBuffer& b : s.buffers) {
+    CHECK(b.pinned); // the frozen layout: every offset pinned in the JSON and checked
+  }
+}
+
+TEST_CASE("removing any one alias from the M128 plan is an overlap error", "[compiler][schedules][alias]") {
+  const json original = test::shipped_schedule_json("sm100_m128_c32");
+  const json& buffers = original["smem"]["buffers"];
+  int aliases = 0;
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    if (!buffers[i].contains("alias")) {
+      continue;
+    }
+    ++aliases;
+    json doc = original;
+    doc["smem"]["buffers"][i].erase("alias");
+    const std::string name = buffers[i]["name"];
+    INFO("without the alias of '" << name << "'");
+    const std::string problems = test::validation_problems(doc, "sm_100a");
+    CHECK_THAT(problems, Contains("/smem/buffers/" + std::to_string(i) + ": '" + name + "' overlaps"));
+  }
+  CHECK(aliases == 9);
+}
+
+TEST_CASE("M64 and N16 variants fit with their documented resources", "[compiler][schedules][budget]") {
+  const ValidatedSchedule m64 = validated("sm100_m64_c32", "sm_100f");
+  CHECK(m64.schedule().m_tile == 64);
+  CHECK(only_kernel_smem(m64).stage_bytes == 37'888);
+  CHECK(only_kernel_smem(m64).find("v")->bytes == 32 * 64 * 2);
+  CHECK(only_kernel_smem(m64).total_bytes == 198'820);
+
+  const ValidatedSchedule n16 = validated("sm100_n16_c16", "sm_103a");
+  CHECK(n16.tmem().used_columns == 240);
+  CHECK(n16.tmem().allocated_columns == 256);
+  CHECK(only_kernel_smem(n16).stages == 10);
+  CHECK(only_kernel_smem(n16).stage_bytes == 18'432);
+  CHECK(only_kernel_smem(n16).total_bytes == 193'860);
+}
+
+TEST_CASE("ring barrier arrays have one mbarrier per slot", "[compiler][schedules]") {
+  for (const char* name : {"sm100_m128_c32", "sm100_m64_c32", "sm100_n16_c16", "sm120_c32", "portable_c16"}) {
+    const Schedule s = test::shipped_schedule(name);
+    for (const KernelDecl& k : s.kernels) {
+      for (const BufferDecl& b : k.smem.buffers) {
+        const bool per_slot = b.name.rfind("slot_", 0) == 0 || b.name == "tile_loaded" || b.name == "v_loaded";
+        if (b.dtype == DType::u64 && per_slot) {
+          INFO(name << " " << b.name);
+          CHECK(b.shape == std::vector<std::int64_t>{k.pipeline.stages});
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("the sm_120a designs fit 101,376 B per block", "[compiler][schedules][budget]") {
+  const ValidatedSchedule sm120 = validated("sm120_c32", "sm_120a");
+  CHECK(only_kernel_smem(sm120).total_bytes == 92'320);
+  CHECK(only_kernel_smem(sm120).total_bytes <= 101'376);
+  const ValidatedSchedule portable = validated("portable_c16", "sm_120a");
+  REQUIRE(portable.kernels().size() == 2);
+  for (const ValidatedKernel& k : portable.kernels()) {
+    CHECK(k.smem.total_bytes <= 101'376);
+  }
+  // One more ring slot no longer fits on sm_120a.
+  json doc = test::shipped_schedule_json("sm120_c32");
+  doc["pipeline"]["stages"] = 3;
+  for (auto& b : doc["smem"]["buffers"]) {
+    if (b["dtype"] == "u64") {
+      b["shape"] = {3};
+    }
+  }
+  CHECK_THAT(test::validation_problems(doc, "sm_120a"),
+             Contains("/smem: total SMEM 130,232 B exceeds sm_120a's limit of 101,376 B by 28,856 B"));
+}

@@ -1,0 +1,33 @@
+#include "compiler/target.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace kda;
+
+TEST_CASE("target table matches architecture.md", "[compiler][target]") {
+  struct Row {
+    const char* name;
+    std::int64_t smem;
+    int tmem;
+    bool wgmma;
+    bool tcgen05;
+  };
+  const Row rows[] = {{"sm_80", 166'912, 0, false, false},    {"sm_90", 232'448, 0, false, false},
+                      {"sm_90a", 232'448, 0, true, false},    {"sm_100a", 232'448, 512, false, true},
+                      {"sm_100f", 232'448, 512, false, true}, {"sm_103a", 232'448, 512, false, true},
+                      {"sm_120a", 101'376, 0, false, false}};
+  REQUIRE(all_targets().size() == std::size(rows));
+  for (const Row& row : rows) {
+    INFO(row.name);
+    const std::optional<Target> t = find_target(row.name);
+    REQUIRE(t.has_value());
+    CHECK(t->max_smem_per_block == row.smem);
+    CHECK(t->tmem_columns == row.tmem);
+    CHECK(t->allows(Family::warp_mma));
+    CHECK(t->allows(Family::wgmma) == row.wgmma);
+    CHECK(t->allows(Family::tcgen05) == row.tcgen05);
+  }
+  CHECK_FALSE(find_target("sm_101a").has_value());
+  CHECK(find_target("sm_100f")->variant == ArchVariant::family);
+  CHECK(find_target("sm_103a")->cc_minor == 3);
+}

@@ -1,0 +1,84 @@
+#include "tools/cli.hpp"
+
+#include "compiler/errors.hpp"
+#include "tools/args.hpp"
+#include "tools/exit_codes.hpp"
+#include "tools/schedule_inputs.hpp"
+
+#include <ostream>
+
+namespace kda::tools {
+namespace {
+
+const char* const k_usage = R"(kdajit - JIT compiler and runtime for Kimi Delta Attention (KDA) prefill kernels
+
+usage:
+  kdajit schedule check FILE... [--target T] [--json]
+      Parse and validate schedules against target T, or against every target
+      each schedule lists. Prints one line per (schedule, target), or every
+      problem found with its JSON path.
+  kdajit schedule explain FILE... [--target T] [--json]
+      Print the resolved SMEM layout of each kernel (offsets, sizes, lifetimes,
+      aliases, totals against the target's limit) and the TMEM columns.
+  kdajit --help | help        this text
+  kdajit --version            the version
+
+targets: sm_80, sm_90, sm_90a, sm_100a, sm_100f, sm_103a, sm_120a
+
+exit codes:
+  0   success (every schedule checked is valid)
+  1   a schedule failed to parse or validate
+  2   bad command line (unknown command or option, missing value, unknown target)
+  3   an input file cannot be read
+  70  internal error (a bug in kdajit)
+)";
+
+int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    (args.empty() ? err : out) << k_usage;
+    return args.empty() ? k_exit_usage : k_exit_ok;
+  }
+  if (args[0] == "--version") {
+    out << "kdajit " << KDAJIT_VERSION << "\n";
+    return k_exit_ok;
+  }
+  if (args[0] == "schedule") {
+    const std::vector<std::string> rest(args.begin() + std::min<std::size_t>(2, args.size()), args.end());
+    const std::string sub = args.size() > 1 ? args[1] : "";
+    if (sub == "check") {
+      return schedule_check_command(rest, out, err);
+    }
+    if (sub == "explain") {
+      return schedule_explain_command(rest, out, err);
+    }
+    throw UsageError(sub.empty() ? "'schedule' needs a subcommand: check or explain"
+                                 : "unknown subcommand 'schedule " + sub + "' (expected check or explain)");
+  }
+  throw UsageError("unknown command '" + args[0] + "'");
+}
+
+} // namespace
+
+std::string usage_text() {
+  return k_usage;
+}
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  try {
+    return dispatch(args, out, err);
+  } catch (const UsageError& e) {
+    err << "kdajit: " << e.what() << "\n(run 'kdajit --help' for usage)\n";
+    return k_exit_usage;
+  } catch (const InputError& e) {
+    err << "kdajit: " << e.what() << "\n";
+    return k_exit_io;
+  } catch (const InternalError& e) {
+    err << "kdajit: " << e.what() << "\n";
+    return k_exit_internal;
+  } catch (const std::exception& e) {
+    err << "kdajit: internal error: " << e.what() << "\n";
+    return k_exit_internal;
+  }
+}
+
+} // namespace kda::tools

@@ -1,0 +1,22 @@
+/// \file
+/// The `kdajit` command line: dispatch to one function per subcommand, and the
+/// mapping of exceptions to the documented exit codes (tools/exit_codes.hpp).
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace kda::tools {
+
+/// Runs `kdajit ARGS...` (args exclude the program name); returns the exit code.
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+/// `kdajit --help`.
+std::string usage_text();
+
+// One function per subcommand (one source file each).
+int schedule_check_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int schedule_explain_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+} // namespace kda::tools

@@ -1,0 +1,15 @@
+/// \file
+/// Exit codes of every `kdajit` command (the README's table lists the same).
+#pragma once
+
+namespace kda::tools {
+
+enum ExitCode : int {
+  k_exit_ok = 0,               ///< success; every schedule checked is valid
+  k_exit_invalid_schedule = 1, ///< a schedule failed to parse or validate (ScheduleError)
+  k_exit_usage = 2,            ///< bad command line: unknown command or option, missing value, unknown target
+  k_exit_io = 3,               ///< an input file cannot be read
+  k_exit_internal = 70,        ///< a bug in kdajit (InternalError or an unexpected exception)
+};
+
+} // namespace kda::tools

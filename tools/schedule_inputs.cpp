@@ -1,0 +1,65 @@
+#include "tools/schedule_inputs.hpp"
+
+#include "tools/args.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace kda::tools {
+
+Schedule read_schedule(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw InputError("cannot read schedule '" + path + "': it is a directory");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw InputError("cannot read schedule '" + path + "': no such file or not readable");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_schedule_text(text.str(), path);
+}
+
+std::optional<Target> target_option(const std::optional<std::string>& name) {
+  if (!name) {
+    return std::nullopt;
+  }
+  std::optional<Target> t = find_target(*name);
+  if (!t) {
+    throw UsageError("unknown target '" + *name + "' (known: " + known_target_names() + ")");
+  }
+  return t;
+}
+
+std::vector<Target> targets_to_check(const Schedule& schedule, const std::optional<std::string>& option) {
+  if (std::optional<Target> t = target_option(option)) {
+    return {*t};
+  }
+  std::vector<Target> out;
+  for (const std::string& name : schedule.targets) {
+    if (std::optional<Target> t = find_target(name)) {
+      out.push_back(*t);
+    }
+  }
+  return out;
+}
+
+nlohmann::json diagnostics_json(const ScheduleError& error) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Diagnostic& d : error.diagnostics()) {
+    out.push_back({{"path", d.json_path}, {"message", d.message}});
+  }
+  return out;
+}
+
+std::string diagnostics_text(const ScheduleError& error) {
+  std::string out;
+  for (const Diagnostic& d : error.diagnostics()) {
+    out += "  " + d.to_string() + "\n";
+  }
+  return out;
+}
+
+} // namespace kda::tools
