@@ -1,0 +1,22 @@
+/// \file
+/// T = (I + L)^-1 for a strictly lower triangular L (spec 2.2), three ways.
+/// Entries of L on and above the diagonal are never read.
+#pragma once
+
+#include "reference/matrix.hpp"
+
+namespace kda::reference {
+
+enum class InverseScheme {
+  forward_substitution, // row by row; any n
+  neumann,              // (I - L)(I + L^2)(I + L^4)... (FlashKDA, C = 16); n a power of two
+  blocked,              // 8x8 diagonal blocks by forward substitution, merged 8 -> 16 -> 32 (Cake N32); n = 8 * 2^m
+};
+
+Matrix invert_unit_lower_forward(const Matrix& l);
+Matrix invert_unit_lower_neumann(const Matrix& l);
+/// Off-diagonal blocks of each merge: -D^-1 * C * A^-1 for [[A, 0], [C, D]].
+Matrix invert_unit_lower_blocked(const Matrix& l);
+Matrix invert_unit_lower(const Matrix& l, InverseScheme scheme);
+
+} // namespace kda::reference
