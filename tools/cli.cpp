@@ -20,6 +20,10 @@ usage:
   kdajit schedule explain FILE... [--target T] [--json]
       Print the resolved SMEM layout of each kernel (offsets, sizes, lifetimes,
       aliases, totals against the target's limit) and the TMEM columns.
+  kdajit emit --schedule S --target T [--state bf16|fp32] [--layout fixed|packed] [--plan]
+      Print the CUDA source generated for a schedule (a shipped name or a
+      file), target and shape key; with --plan, the entry points and launch
+      geometry instead.
   kdajit --help | help        this text
   kdajit --version            the version
 
@@ -27,7 +31,7 @@ targets: sm_80, sm_90, sm_90a, sm_100a, sm_100f, sm_103a, sm_120a
 
 exit codes:
   0   success (every schedule checked is valid)
-  1   a schedule failed to parse or validate
+  1   a schedule failed to parse, validate or lower
   2   bad command line (unknown command or option, missing value, unknown target)
   3   an input file cannot be read
   70  internal error (a bug in kdajit)
@@ -41,6 +45,9 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (args[0] == "--version") {
     out << "kdajit " << KDAJIT_VERSION << "\n";
     return k_exit_ok;
+  }
+  if (args[0] == "emit") {
+    return emit_command(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   }
   if (args[0] == "schedule") {
     const std::vector<std::string> rest(args.begin() + std::min<std::size_t>(2, args.size()), args.end());

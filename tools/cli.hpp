@@ -17,6 +17,7 @@ std::string usage_text();
 
 // One function per subcommand (one source file each).
 int schedule_check_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int emit_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int schedule_explain_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 } // namespace kda::tools

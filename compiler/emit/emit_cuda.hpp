@@ -1,0 +1,26 @@
+/// \file
+/// emit_cuda(): KernelPlan -> CudaSource. Emits a constexpr plan header
+/// (constants, SMEM offsets and pitches, the workspace record, the parameter
+/// struct with static_asserts on its layout) and one entry point per plan
+/// entry that calls its template fragment. Reads only the plan; the same plan
+/// gives the same bytes.
+#pragma once
+
+#include "compiler/emit/cuda_source.hpp"
+#include "compiler/emit/source_writer.hpp"
+#include "compiler/kernel_plan.hpp"
+
+namespace kda {
+
+CudaSource emit_cuda(const KernelPlan& plan);
+
+/// The `namespace kda_plan { ... }` block.
+void emit_plan_header(const KernelPlan& plan, SourceWriter& out);
+
+/// The extern "C" entry points.
+void emit_entries(const KernelPlan& plan, SourceWriter& out);
+
+/// Version of the emitter's output format (part of the generator identity).
+inline constexpr const char* k_emitter_version = "1";
+
+} // namespace kda

@@ -1,0 +1,119 @@
+/// \file
+/// KernelPlan: everything the emitter and the launcher need, resolved from a
+/// validated schedule, a target and a shape key by `lower()`. No JSON, no
+/// schedule lookups after this point.
+#pragma once
+
+#include "compiler/schedule.hpp"
+#include "compiler/shape_key.hpp"
+#include "compiler/smem_layout.hpp"
+#include "compiler/target.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kda {
+
+/// Tile constants of the family's fragments.
+struct TilePlan {
+  int chunk_size = 16;
+  int head_dim = 128;
+  int m_tile = 128;
+  int mma_m = 16, mma_n = 8, mma_k = 16; ///< warp_mma: m16n8k16
+  int value_rows_per_warp = 32;
+};
+
+/// One SMEM buffer as the kernel addresses it: byte offset of ring slot 0 (or
+/// of the shared region), and the row pitch in elements.
+struct SmemSymbol {
+  std::string name;       ///< upper-case constant prefix, e.g. "KD"
+  std::string buffer;     ///< schedule buffer name
+  Region region = Region::stage;
+  std::int64_t offset = 0; ///< from the dynamic SMEM base (already aligned)
+  std::int64_t bytes = 0;
+  std::int64_t pitch = 0;  ///< last dimension (elements)
+};
+
+/// How many blocks a kernel gets, decided at launch from runtime sizes.
+enum class GridRule {
+  chunks_by_heads,    ///< x: an upper bound of the chunks of all sequences, y: heads
+  sequences_by_heads, ///< x: sequences, y: heads x (128 / m_tile)
+  single_block,       ///< one block (chunk offsets of packed input)
+};
+
+struct LaunchPlan {
+  GridRule grid = GridRule::sequences_by_heads;
+  int threads = 128;
+  std::int64_t dynamic_smem = 0;
+};
+
+struct PipelinePlan {
+  int stages = 1;
+  int producer_groups = 1;
+};
+
+/// One `extern "C"` entry point of the module.
+struct EntryPlan {
+  std::string entry_name;   ///< kda_prefill_<schedule>_<kernel>
+  std::string kernel;       ///< schedule kernel name, or "chunk_offsets"
+  KernelRole role = KernelRole::fused;
+  std::string fragment;     ///< template fragment that implements it
+  std::string call;         ///< the fragment function the entry calls
+  std::string plan_namespace; ///< kda_plan::<this> holds its constants
+  LaunchPlan launch;
+  PipelinePlan pipeline;
+  std::vector<SmemSymbol> smem;
+  std::int64_t stage_bytes = 0;
+  int launch_order = 0;     ///< entries launch in this order
+};
+
+enum class ArgType { pointer, i32, i64, f32 };
+
+struct ArgField {
+  std::string name;   ///< also the launcher's argument name
+  ArgType type = ArgType::pointer;
+  std::string c_type; ///< device-side declaration type
+  std::int64_t offset = 0;
+  std::int64_t size = 0;
+};
+
+/// The single by-value parameter struct every entry point takes.
+struct ArgAbi {
+  int version = 1;
+  std::vector<ArgField> fields;
+  std::int64_t size = 0;
+  std::int64_t alignment = 8;
+  const ArgField* find(const std::string& name) const;
+};
+
+/// A decomposed design's per-(chunk, head) workspace record.
+struct WorkspaceField {
+  std::string name; ///< upper-case constant prefix, e.g. "KD"
+  std::int64_t offset = 0;
+  std::int64_t bytes = 0;
+};
+
+struct WorkspacePlan {
+  std::vector<WorkspaceField> fields;
+  std::int64_t record_bytes = 0; ///< 0: no workspace
+};
+
+struct KernelPlan {
+  std::string schedule_name;
+  std::string schedule_source;
+  Target target;
+  ShapeKey shape;
+  Family family = Family::warp_mma;
+  ExponentAnchor exponent_anchor = ExponentAnchor::none;
+  double safe_lower_bound_magnitude = 0.0;
+  double lower_bound_min = 0.0; ///< eligibility range [min, max)
+  double lower_bound_max = 0.0;
+  TilePlan tiles;
+  std::vector<EntryPlan> entries; ///< in launch order
+  ArgAbi abi;
+  WorkspacePlan workspace;
+  std::vector<std::string> fragments; ///< template fragments to emit, in order
+};
+
+} // namespace kda

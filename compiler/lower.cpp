@@ -1,0 +1,39 @@
+#include "compiler/lower.hpp"
+
+#include "compiler/lower/passes.hpp"
+
+namespace kda {
+
+KernelPlan lower(const ValidatedSchedule& v, const ShapeKey& shape) {
+  const Schedule& s = v.schedule();
+  const FamilyRecipe& recipe = find_family_recipe(s);
+
+  KernelPlan plan;
+  plan.schedule_name = s.name;
+  plan.schedule_source = s.source;
+  plan.target = v.target();
+  plan.shape = shape;
+  plan.family = s.family;
+  plan.exponent_anchor = s.exponent_anchor;
+  plan.safe_lower_bound_magnitude = v.safe_lower_bound_magnitude();
+  plan.lower_bound_min = s.eligibility.lower_bound.min;
+  plan.lower_bound_max = s.eligibility.lower_bound.max;
+
+  plan.tiles = resolve_tiles(v, shape);
+  plan.entries = plan_entries(v, recipe, shape);
+  plan_pipeline(v, plan.entries);
+  place_smem(v, recipe, plan.entries);
+  plan_launch(v, recipe, plan.entries);
+  plan.abi = plan_arg_abi();
+  plan.workspace = plan_workspace(recipe);
+
+  plan.fragments = recipe.common_fragments;
+  for (const EntryPlan& e : plan.entries) {
+    if (std::find(plan.fragments.begin(), plan.fragments.end(), e.fragment) == plan.fragments.end()) {
+      plan.fragments.push_back(e.fragment);
+    }
+  }
+  return plan;
+}
+
+} // namespace kda

@@ -1,0 +1,41 @@
+/// \file
+/// What the generator knows about each kernel family: which template fragment
+/// implements each kernel role, the SMEM buffers that fragment addresses, and
+/// the workspace record of decomposed designs. A schedule whose family has no
+/// recipe cannot be lowered yet (a ScheduleError says so).
+#pragma once
+
+#include "compiler/kernel_plan.hpp"
+#include "compiler/schedule.hpp"
+
+#include <string>
+#include <vector>
+
+namespace kda {
+
+struct KernelRecipe {
+  KernelRole role = KernelRole::fused;
+  std::string fragment;
+  std::string call;
+  int threads = 128;
+  std::vector<std::string> buffers; ///< exactly the SMEM buffers the fragment uses
+};
+
+struct FamilyRecipe {
+  std::string name;
+  Family family = Family::warp_mma;
+  Decomposition decomposition = Decomposition::decomposed;
+  int chunk_size = 16;
+  std::vector<std::string> common_fragments;
+  std::vector<KernelRecipe> kernels;
+  KernelRecipe chunk_offsets; ///< packed layout: computes each sequence's first chunk
+  std::vector<WorkspaceField> workspace; ///< field names and sizes; offsets planned by plan_workspace
+};
+
+/// The recipe for `schedule`, or a ScheduleError naming what has no generator.
+const FamilyRecipe& find_family_recipe(const Schedule& schedule);
+
+/// Every recipe (for docs and tests).
+const std::vector<FamilyRecipe>& all_family_recipes();
+
+} // namespace kda

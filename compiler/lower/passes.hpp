@@ -1,0 +1,36 @@
+/// \file
+/// The lowering passes, each one function in its own file, in the order
+/// `lower()` runs them.
+#pragma once
+
+#include "compiler/kernel_plan.hpp"
+#include "compiler/lower/family_recipe.hpp"
+#include "compiler/validated_schedule.hpp"
+
+namespace kda {
+
+/// Tile constants from the chunk size, head dim and M tile.
+TilePlan resolve_tiles(const ValidatedSchedule& schedule, const ShapeKey& shape);
+
+/// One entry per kernel of the recipe (plus chunk offsets for packed input),
+/// named kda_prefill_<schedule>_<kernel>, in launch order.
+std::vector<EntryPlan> plan_entries(const ValidatedSchedule& schedule, const FamilyRecipe& recipe,
+                                    const ShapeKey& shape);
+
+/// Ring depth and producer groups of each entry.
+void plan_pipeline(const ValidatedSchedule& schedule, std::vector<EntryPlan>& entries);
+
+/// SMEM symbols of each entry from the validated alias plan; every buffer the
+/// fragment needs exists, and every buffer of the plan is used by it.
+void place_smem(const ValidatedSchedule& schedule, const FamilyRecipe& recipe, std::vector<EntryPlan>& entries);
+
+/// Threads, grid rule and dynamic SMEM of each entry.
+void plan_launch(const ValidatedSchedule& schedule, const FamilyRecipe& recipe, std::vector<EntryPlan>& entries);
+
+/// The by-value parameter struct shared by all entries.
+ArgAbi plan_arg_abi();
+
+/// Offsets of the workspace record (16-byte aligned fields).
+WorkspacePlan plan_workspace(const FamilyRecipe& recipe);
+
+} // namespace kda

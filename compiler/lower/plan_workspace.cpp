@@ -1,0 +1,17 @@
+#include "compiler/lower/passes.hpp"
+
+namespace kda {
+
+WorkspacePlan plan_workspace(const FamilyRecipe& recipe) {
+  WorkspacePlan w;
+  std::int64_t offset = 0;
+  for (WorkspaceField f : recipe.workspace) {
+    f.offset = offset;
+    offset += (f.bytes + 15) / 16 * 16;
+    w.fields.push_back(f);
+  }
+  w.record_bytes = offset;
+  return w;
+}
+
+} // namespace kda

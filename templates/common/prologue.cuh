@@ -1,0 +1,91 @@
+// kdajit fragment: common/prologue
+// Self-contained device helpers: kernels compile under NVRTC with no include
+// path (a host may have libnvrtc but no toolkit headers), so bf16 is handled as
+// raw bits through PTX conversions and every tensor-core instruction is inline PTX.
+namespace kda {
+
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef long long i64;
+
+struct bf16 {
+  u16 bits;
+};
+
+__device__ __forceinline__ float bf16_to_float(bf16 x) {
+  return __uint_as_float(static_cast<u32>(x.bits) << 16);
+}
+
+__device__ __forceinline__ float bf16_bits_to_float(u16 bits) {
+  return __uint_as_float(static_cast<u32>(bits) << 16);
+}
+
+// Round to nearest even, as __float2bfloat16_rn.
+__device__ __forceinline__ u16 float_to_bf16_bits(float x) {
+  u16 r;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(x));
+  return r;
+}
+
+__device__ __forceinline__ bf16 float_to_bf16(float x) {
+  bf16 r;
+  r.bits = float_to_bf16_bits(x);
+  return r;
+}
+
+__device__ __forceinline__ float round_bf16(float x) {
+  return bf16_bits_to_float(float_to_bf16_bits(x));
+}
+
+// Two floats to a bf16x2 register: `lo` in the low half (the lower column index).
+__device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {
+  u32 r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+__device__ __forceinline__ u32 pack_bits(u16 lo, u16 hi) {
+  return static_cast<u32>(lo) | (static_cast<u32>(hi) << 16);
+}
+
+__device__ __forceinline__ float fast_exp2(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
+__device__ __forceinline__ float sigmoid(float x) {
+  return 1.0f / (1.0f + __expf(-x));
+}
+
+// D = A * B + D for one m16n8k16 tile, bf16 inputs, fp32 accumulators
+// (PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type").
+__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ u32 smem_address(const void* p) {
+  return static_cast<u32>(__cvta_generic_to_shared(p));
+}
+
+// 16-byte asynchronous copy global -> shared; `valid` false zero-fills.
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool valid) {
+  const int src_bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_address(smem)), "l"(gmem), "r"(src_bytes));
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;");
+}
+
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N));
+}
+
+} // namespace kda

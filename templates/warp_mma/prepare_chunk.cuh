@@ -1,0 +1,207 @@
+// kdajit fragment: warp_mma/prepare_chunk
+// Chunk-parallel preparation of one (chunk, head) tile (spec section 2.1-2.2),
+// one thread per key column, 4 warps:
+//   load:   the thread's column of q, k, g for the chunk's rows (padded rows = 0)
+//   norm:   row sums of q^2, k^2 across the block -> 1/sqrt(sum + 1e-6)
+//   center: gate a2 = gate_scale * sigmoid(exp(A_log) (g + dt_bias)) (log2
+//           domain), prefix G over rows, Kd = k^ 2^G, Qd = scale q^ 2^G,
+//           Ki = k^ 2^-G, Kr = k^ 2^(G_tot - G), gamma = 2^G_tot
+//   mqk:    L = diag(beta) strict-lower(Kd Ki^T), Mqk = lower-incl(Qd Ki^T)
+//           by mma.sync (masked by selection, never by multiplying with 0)
+//   inverse:T = (I + L)^-1 by forward substitution in fp32
+//   write:  Kd, Qd, Kr, T, Mqk (bf16), beta, gamma (fp32) to the workspace record
+// Uses kda_plan::prepare::* (SMEM offsets and pitches) and kda_plan::WS_* (record layout).
+namespace kda {
+namespace frag {
+
+__device__ __forceinline__ u32 load_u32(const u8* base, int offset_bytes) {
+  return *reinterpret_cast<const u32*>(base + offset_bytes);
+}
+
+// 16x16 product X Ki^T over K = HEAD_DIM by one warp; rows of X and Ki in
+// SMEM with the given pitch (elements). acc[nj] covers columns 8nj..8nj+7.
+__device__ __forceinline__ void warp_product_16x16(const u8* x, const u8* ki, int pitch, float (&acc)[2][4]) {
+  const int lane = threadIdx.x & 31;
+  const int g = lane >> 2;
+  const int t = lane & 3;
+  for (int nj = 0; nj < 2; ++nj) {
+    for (int e = 0; e < 4; ++e) {
+      acc[nj][e] = 0.0f;
+    }
+  }
+#pragma unroll
+  for (int ks = 0; ks < kda_plan::HEAD_DIM / 16; ++ks) {
+    const int col = 16 * ks + 2 * t;
+    u32 a[4];
+    a[0] = load_u32(x, 2 * (g * pitch + col));
+    a[1] = load_u32(x, 2 * ((g + 8) * pitch + col));
+    a[2] = load_u32(x, 2 * (g * pitch + col + 8));
+    a[3] = load_u32(x, 2 * ((g + 8) * pitch + col + 8));
+#pragma unroll
+    for (int nj = 0; nj < 2; ++nj) {
+      const int row = 8 * nj + g;
+      mma_bf16_16816(acc[nj], a, load_u32(ki, 2 * (row * pitch + col)), load_u32(ki, 2 * (row * pitch + col + 8)));
+    }
+  }
+}
+
+__device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
+  namespace P = kda_plan::prepare;
+  constexpr int C = kda_plan::CHUNK_SIZE;
+  constexpr int D = kda_plan::HEAD_DIM;
+  static_assert(C == 16, "warp_mma prepare_chunk handles chunk 16");
+  static_assert(P::THREADS == D, "one thread per key column");
+  extern __shared__ __align__(128) u8 smem[];
+
+  const i64 chunk = blockIdx.x;
+  const int h = blockIdx.y;
+  const int n = sequence_of_chunk(p, chunk);
+  if (n < 0) {
+    return;
+  }
+  const SequenceSpan seq = sequence_span(p, n);
+  const i64 row0 = (chunk - seq.first_chunk) * C; // first row of the chunk inside the sequence
+  const int valid = static_cast<int>(min(static_cast<i64>(C), seq.length - row0));
+  const int ch = threadIdx.x;
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  const i64 token_pitch = static_cast<i64>(p.heads) * D;
+
+  // load
+  float q[C];
+  float k[C];
+  float gate[C];
+  const float a_scale = __expf(p.a_log[h]);
+  const float bias = p.dt_bias[h * D + ch];
+#pragma unroll
+  for (int r = 0; r < C; ++r) {
+    q[r] = 0.0f;
+    k[r] = 0.0f;
+    gate[r] = 0.0f;
+    if (r < valid) {
+      const i64 at = (seq.start + row0 + r) * token_pitch + static_cast<i64>(h) * D + ch;
+      q[r] = bf16_to_float(p.q[at]);
+      k[r] = bf16_to_float(p.k[at]);
+      gate[r] = p.gate_scale * sigmoid(a_scale * (bf16_to_float(p.g[at]) + bias));
+    }
+  }
+
+  // norm: warp sums of q^2 and k^2 per row, then across the 4 warps
+  float* row_sums = reinterpret_cast<float*>(smem + P::ROW_SUMS_OFFSET); // [warps][2][C]
+#pragma unroll
+  for (int r = 0; r < C; ++r) {
+    float sq = q[r] * q[r];
+    float sk = k[r] * k[r];
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+      sq += __shfl_xor_sync(0xffffffffu, sq, off);
+      sk += __shfl_xor_sync(0xffffffffu, sk, off);
+    }
+    if (lane == 0) {
+      row_sums[(warp * 2 + 0) * C + r] = sq;
+      row_sums[(warp * 2 + 1) * C + r] = sk;
+    }
+  }
+  float* beta = reinterpret_cast<float*>(smem + P::BETA_OFFSET);
+  if (threadIdx.x < C) {
+    const int r = threadIdx.x;
+    float b = 0.0f;
+    if (r < valid) {
+      b = sigmoid(bf16_to_float(p.beta[(seq.start + row0 + r) * p.beta_token_stride + h]));
+    }
+    beta[r] = b;
+  }
+  __syncthreads();
+
+  // center
+  u8* kd_s = smem + P::KD_OFFSET;
+  u8* qd_s = smem + P::QD_OFFSET;
+  u8* ki_s = smem + P::KI_OFFSET;
+  u8* record = p.workspace + (chunk * p.heads + h) * static_cast<i64>(kda_plan::WS_RECORD_BYTES);
+  u16* kd_w = reinterpret_cast<u16*>(record + kda_plan::WS_KD_OFFSET);
+  u16* qd_w = reinterpret_cast<u16*>(record + kda_plan::WS_QD_OFFSET);
+  u16* kr_w = reinterpret_cast<u16*>(record + kda_plan::WS_KR_OFFSET);
+  float G[C];
+  float acc = 0.0f;
+#pragma unroll
+  for (int r = 0; r < C; ++r) {
+    acc += gate[r];
+    G[r] = acc;
+  }
+  const float g_total = acc;
+#pragma unroll
+  for (int r = 0; r < C; ++r) {
+    float sq = 0.0f;
+    float sk = 0.0f;
+#pragma unroll
+    for (int w = 0; w < P::THREADS / 32; ++w) {
+      sq += row_sums[(w * 2 + 0) * C + r];
+      sk += row_sums[(w * 2 + 1) * C + r];
+    }
+    const float qn = q[r] * rsqrtf(sq + 1e-6f);
+    const float kn = k[r] * rsqrtf(sk + 1e-6f);
+    const u16 kd = float_to_bf16_bits(kn * fast_exp2(G[r]));
+    const u16 qd = float_to_bf16_bits(p.scale * qn * fast_exp2(G[r]));
+    const u16 ki = float_to_bf16_bits(kn * fast_exp2(-G[r]));
+    const u16 kr = float_to_bf16_bits(kn * fast_exp2(g_total - G[r]));
+    reinterpret_cast<u16*>(kd_s)[r * P::KD_PITCH + ch] = kd;
+    reinterpret_cast<u16*>(qd_s)[r * P::QD_PITCH + ch] = qd;
+    reinterpret_cast<u16*>(ki_s)[r * P::KI_PITCH + ch] = ki;
+    kd_w[r * D + ch] = kd;
+    qd_w[r * D + ch] = qd;
+    kr_w[r * D + ch] = kr;
+  }
+  reinterpret_cast<float*>(record + kda_plan::WS_GAMMA_OFFSET)[ch] = fast_exp2(g_total);
+  if (threadIdx.x < C) {
+    reinterpret_cast<float*>(record + kda_plan::WS_BETA_OFFSET)[threadIdx.x] = beta[threadIdx.x];
+  }
+  __syncthreads();
+
+  // mqk: warp 0 forms L, warp 1 forms Mqk
+  float* lmat = reinterpret_cast<float*>(smem + P::LMAT_OFFSET); // [C][LMAT_PITCH] fp32
+  const int g = lane >> 2;
+  const int t = lane & 3;
+  if (warp < 2) {
+    float prod[2][4];
+    warp_product_16x16(warp == 0 ? kd_s : qd_s, ki_s, P::KD_PITCH, prod);
+#pragma unroll
+    for (int nj = 0; nj < 2; ++nj) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = g + 8 * (e >> 1);
+        const int j = 8 * nj + 2 * t + (e & 1);
+        if (warp == 0) {
+          lmat[i * P::LMAT_PITCH + j] = i > j ? beta[i] * prod[nj][e] : 0.0f;
+        } else {
+          prod[nj][e] = i >= j ? prod[nj][e] : 0.0f;
+        }
+      }
+      if (warp == 1) {
+        u32* mqk_w = reinterpret_cast<u32*>(record + kda_plan::WS_MQK_OFFSET);
+        mqk_w[(g * C + 8 * nj + 2 * t) / 2] = pack_bf16x2(prod[nj][0], prod[nj][1]);
+        mqk_w[((g + 8) * C + 8 * nj + 2 * t) / 2] = pack_bf16x2(prod[nj][2], prod[nj][3]);
+      }
+    }
+  }
+  __syncthreads();
+
+  // inverse: T (I + L) = I, column j of T by lane j (forward substitution)
+  if (warp == 0 && lane < C) {
+    const int j = lane;
+    float tcol[C];
+    u16* t_w = reinterpret_cast<u16*>(record + kda_plan::WS_TINV_OFFSET);
+#pragma unroll
+    for (int i = 0; i < C; ++i) {
+      float s = i == j ? 1.0f : 0.0f;
+#pragma unroll
+      for (int m = 0; m < i; ++m) {
+        s -= lmat[i * P::LMAT_PITCH + m] * tcol[m];
+      }
+      tcol[i] = i < j ? 0.0f : s;
+      t_w[i * C + j] = float_to_bf16_bits(tcol[i]);
+    }
+  }
+}
+
+} // namespace frag
+} // namespace kda

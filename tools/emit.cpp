@@ -1,0 +1,61 @@
+// kdajit emit --schedule S --target T [--state bf16|fp32] [--layout fixed|packed] [--plan]
+// Prints the generated CUDA source (or, with --plan, the lowered plan's
+// entry points and launch geometry). S is a shipped schedule name or a file.
+#include "compiler/emit/emit_cuda.hpp"
+#include "compiler/lower.hpp"
+#include "compiler/schedule_library.hpp"
+#include "compiler/validated_schedule.hpp"
+#include "tools/args.hpp"
+#include "tools/cli.hpp"
+#include "tools/exit_codes.hpp"
+#include "tools/schedule_inputs.hpp"
+#include "tools/shape_options.hpp"
+
+#include <fmt/format.h>
+
+#include <ostream>
+
+namespace kda::tools {
+
+Schedule schedule_by_name_or_file(const std::string& name_or_path) {
+  if (const Schedule* s = find_shipped_schedule(name_or_path)) {
+    return *s;
+  }
+  if (name_or_path.find('/') == std::string::npos && name_or_path.find(".json") == std::string::npos) {
+    throw UsageError("no shipped schedule is named '" + name_or_path + "' (or give a path to a .json file)");
+  }
+  return read_schedule(name_or_path);
+}
+
+int emit_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  (void)err;
+  std::set<std::string> options = shape_option_names();
+  options.insert({"--schedule", "--target"});
+  const ParsedArgs parsed = parse_args(args, {"--plan"}, options);
+  if (!parsed.positional.empty()) {
+    throw UsageError("unexpected argument '" + parsed.positional.front() + "'");
+  }
+  const std::optional<std::string> schedule_name = parsed.option("--schedule");
+  const std::optional<Target> target = target_option(parsed.option("--target"));
+  if (!schedule_name || !target) {
+    throw UsageError("'emit' needs --schedule S and --target T");
+  }
+  const Schedule schedule = schedule_by_name_or_file(*schedule_name);
+  try {
+    const KernelPlan plan = lower(validate(schedule, *target), shape_from_options(parsed));
+    if (parsed.has("--plan")) {
+      for (const EntryPlan& e : plan.entries) {
+        out << fmt::format("{}: {} threads, {} B dynamic SMEM, {} stage(s)\n", e.entry_name, e.launch.threads,
+                           e.launch.dynamic_smem, e.pipeline.stages);
+      }
+      return k_exit_ok;
+    }
+    out << emit_cuda(plan).text;
+  } catch (const ScheduleError& e) {
+    out << schedule.source << " on " << target->name << ": cannot generate\n" << diagnostics_text(e);
+    return k_exit_invalid_schedule;
+  }
+  return k_exit_ok;
+}
+
+} // namespace kda::tools

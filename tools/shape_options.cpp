@@ -1,0 +1,28 @@
+#include "tools/shape_options.hpp"
+
+namespace kda::tools {
+
+std::set<std::string> shape_option_names() {
+  return {"--state", "--layout"};
+}
+
+ShapeKey shape_from_options(const ParsedArgs& args) {
+  ShapeKey key;
+  if (std::optional<std::string> state = args.option("--state")) {
+    const std::optional<StatePrecision> p = parse_state_precision(*state);
+    if (!p) {
+      throw UsageError("--state takes bf16 or fp32, got '" + *state + "'");
+    }
+    key.state_dtype = *p;
+  }
+  if (std::optional<std::string> layout = args.option("--layout")) {
+    const std::optional<LayoutKind> l = parse_layout_kind(*layout);
+    if (!l) {
+      throw UsageError("--layout takes fixed or packed, got '" + *layout + "'");
+    }
+    key.layout = *l;
+  }
+  return key;
+}
+
+} // namespace kda::tools

@@ -1,0 +1,20 @@
+/// \file
+/// The shape-key options shared by commands that generate code:
+/// --state bf16|fp32 and --layout fixed|packed.
+#pragma once
+
+#include "compiler/shape_key.hpp"
+#include "tools/args.hpp"
+
+#include <set>
+#include <string>
+
+namespace kda::tools {
+
+/// Option names this reader consumes.
+std::set<std::string> shape_option_names();
+
+/// The shape key from parsed options (UsageError for unknown words).
+ShapeKey shape_from_options(const ParsedArgs& args);
+
+} // namespace kda::tools
