@@ -7,7 +7,10 @@
 //           domain), prefix G over rows, Kd = k^ 2^G, Qd = scale q^ 2^G,
 //           Ki = k^ 2^-G, Kr = k^ 2^(G_tot - G), gamma = 2^G_tot
 //   mqk:    L = diag(beta) strict-lower(Kd Ki^T), Mqk = lower-incl(Qd Ki^T)
-//           by mma.sync (masked by selection, never by multiplying with 0)
+//           by mma.sync on split operands x = hi + lo (both bf16), summing
+//           hi*hi + hi*lo + lo*hi: near-fp32 products, so a small q.k of a
+//           short sequence is not lost to bf16 operand rounding; masked by
+//           selection, never by multiplying with 0
 //   inverse:T = (I + L)^-1 by forward substitution in fp32
 //   write:  Kd, Qd, Kr, T, Mqk (bf16), beta, gamma (fp32) to the workspace record
 // Uses kda_plan::prepare::* (SMEM offsets and pitches) and kda_plan::WS_* (record layout).
@@ -18,9 +21,18 @@ __device__ __forceinline__ u32 load_u32(const u8* base, int offset_bytes) {
   return *reinterpret_cast<const u32*>(base + offset_bytes);
 }
 
-// 16x16 product X Ki^T over K = HEAD_DIM by one warp; rows of X and Ki in
-// SMEM with the given pitch (elements). acc[nj] covers columns 8nj..8nj+7.
-__device__ __forceinline__ void warp_product_16x16(const u8* x, const u8* ki, int pitch, float (&acc)[2][4]) {
+__device__ __forceinline__ void load_a_16x16(const u8* x, int pitch, int col, int g, u32 (&a)[4]) {
+  a[0] = load_u32(x, 2 * (g * pitch + col));
+  a[1] = load_u32(x, 2 * ((g + 8) * pitch + col));
+  a[2] = load_u32(x, 2 * (g * pitch + col + 8));
+  a[3] = load_u32(x, 2 * ((g + 8) * pitch + col + 8));
+}
+
+// 16x16 product X Ki^T over K = HEAD_DIM by one warp from split operands
+// (x = x_hi + x_lo); rows in SMEM with the given pitch (elements). acc[nj]
+// covers columns 8nj..8nj+7.
+__device__ __forceinline__ void warp_product_16x16(const u8* x_hi, const u8* x_lo, const u8* k_hi, const u8* k_lo,
+                                                   int pitch, float (&acc)[2][4]) {
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2;
   const int t = lane & 3;
@@ -32,15 +44,18 @@ __device__ __forceinline__ void warp_product_16x16(const u8* x, const u8* ki, in
 #pragma unroll
   for (int ks = 0; ks < kda_plan::HEAD_DIM / 16; ++ks) {
     const int col = 16 * ks + 2 * t;
-    u32 a[4];
-    a[0] = load_u32(x, 2 * (g * pitch + col));
-    a[1] = load_u32(x, 2 * ((g + 8) * pitch + col));
-    a[2] = load_u32(x, 2 * (g * pitch + col + 8));
-    a[3] = load_u32(x, 2 * ((g + 8) * pitch + col + 8));
+    u32 a_hi[4];
+    u32 a_lo[4];
+    load_a_16x16(x_hi, pitch, col, g, a_hi);
+    load_a_16x16(x_lo, pitch, col, g, a_lo);
 #pragma unroll
     for (int nj = 0; nj < 2; ++nj) {
       const int row = 8 * nj + g;
-      mma_bf16_16816(acc[nj], a, load_u32(ki, 2 * (row * pitch + col)), load_u32(ki, 2 * (row * pitch + col + 8)));
+      const u32 b_hi0 = load_u32(k_hi, 2 * (row * pitch + col));
+      const u32 b_hi1 = load_u32(k_hi, 2 * (row * pitch + col + 8));
+      mma_bf16_16816(acc[nj], a_lo, b_hi0, b_hi1);
+      mma_bf16_16816(acc[nj], a_hi, load_u32(k_lo, 2 * (row * pitch + col)), load_u32(k_lo, 2 * (row * pitch + col + 8)));
+      mma_bf16_16816(acc[nj], a_hi, b_hi0, b_hi1);
     }
   }
 }
@@ -117,6 +132,9 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
   u8* kd_s = smem + P::KD_OFFSET;
   u8* qd_s = smem + P::QD_OFFSET;
   u8* ki_s = smem + P::KI_OFFSET;
+  u8* kd_lo_s = smem + P::KD_LO_OFFSET;
+  u8* qd_lo_s = smem + P::QD_LO_OFFSET;
+  u8* ki_lo_s = smem + P::KI_LO_OFFSET;
   u8* record = p.workspace + (chunk * p.heads + h) * static_cast<i64>(kda_plan::WS_RECORD_BYTES);
   u16* kd_w = reinterpret_cast<u16*>(record + kda_plan::WS_KD_OFFSET);
   u16* qd_w = reinterpret_cast<u16*>(record + kda_plan::WS_QD_OFFSET);
@@ -140,13 +158,19 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
     }
     const float qn = q[r] * rsqrtf(sq + 1e-6f);
     const float kn = k[r] * rsqrtf(sk + 1e-6f);
-    const u16 kd = float_to_bf16_bits(kn * fast_exp2(G[r]));
-    const u16 qd = float_to_bf16_bits(p.scale * qn * fast_exp2(G[r]));
-    const u16 ki = float_to_bf16_bits(kn * fast_exp2(-G[r]));
+    const float kd_f = kn * fast_exp2(G[r]);
+    const float qd_f = p.scale * qn * fast_exp2(G[r]);
+    const float ki_f = kn * fast_exp2(-G[r]);
+    const u16 kd = float_to_bf16_bits(kd_f);
+    const u16 qd = float_to_bf16_bits(qd_f);
+    const u16 ki = float_to_bf16_bits(ki_f);
     const u16 kr = float_to_bf16_bits(kn * fast_exp2(g_total - G[r]));
     reinterpret_cast<u16*>(kd_s)[r * P::KD_PITCH + ch] = kd;
     reinterpret_cast<u16*>(qd_s)[r * P::QD_PITCH + ch] = qd;
     reinterpret_cast<u16*>(ki_s)[r * P::KI_PITCH + ch] = ki;
+    reinterpret_cast<u16*>(kd_lo_s)[r * P::KD_LO_PITCH + ch] = float_to_bf16_bits(kd_f - bf16_bits_to_float(kd));
+    reinterpret_cast<u16*>(qd_lo_s)[r * P::QD_LO_PITCH + ch] = float_to_bf16_bits(qd_f - bf16_bits_to_float(qd));
+    reinterpret_cast<u16*>(ki_lo_s)[r * P::KI_LO_PITCH + ch] = float_to_bf16_bits(ki_f - bf16_bits_to_float(ki));
     kd_w[r * D + ch] = kd;
     qd_w[r * D + ch] = qd;
     kr_w[r * D + ch] = kr;
@@ -163,7 +187,10 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
   const int t = lane & 3;
   if (warp < 2) {
     float prod[2][4];
-    warp_product_16x16(warp == 0 ? kd_s : qd_s, ki_s, P::KD_PITCH, prod);
+    static_assert(P::KD_PITCH == P::QD_PITCH && P::KD_PITCH == P::KI_PITCH && P::KD_PITCH == P::KD_LO_PITCH &&
+                      P::KD_PITCH == P::QD_LO_PITCH && P::KD_PITCH == P::KI_LO_PITCH,
+                  "one pitch for the split operands");
+    warp_product_16x16(warp == 0 ? kd_s : qd_s, warp == 0 ? kd_lo_s : qd_lo_s, ki_s, ki_lo_s, P::KD_PITCH, prod);
 #pragma unroll
     for (int nj = 0; nj < 2; ++nj) {
 #pragma unroll

@@ -1,0 +1,31 @@
+/// \file
+/// The generic launcher's argument packing: fills the by-value parameter
+/// struct of a plan's argument ABI from named values, for every kernel variant.
+#pragma once
+
+#include "compiler/kernel_plan.hpp"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace kda {
+
+using ArgValue = std::variant<const void*, std::int64_t, std::int32_t, float>;
+
+class ArgValues {
+public:
+  ArgValues& set(const std::string& name, ArgValue value);
+  const ArgValue* find(const std::string& name) const;
+
+private:
+  std::map<std::string, ArgValue> m_values;
+};
+
+/// The parameter struct's bytes. Every field of the ABI must have a value of
+/// its type (InternalError otherwise: a launcher bug, not a user error).
+std::vector<std::uint8_t> pack_args(const ArgAbi& abi, const ArgValues& values);
+
+} // namespace kda

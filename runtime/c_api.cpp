@@ -1,0 +1,144 @@
+// The C API (runtime/kda_c.h): maps the C structs onto the C++ API and every
+// exception onto a kda_status with a thread-local message.
+#include "runtime/kda_c.h"
+
+#include "compiler/errors.hpp"
+#include "runtime/kda.hpp"
+
+#include <cmath>
+#include <string>
+
+struct kda_buffer_s {
+  kda::DeviceBuffer buffer;
+};
+
+namespace {
+
+thread_local std::string t_last_error;
+
+kda::TensorRef to_tensor(const kda_tensor& t) {
+  kda::TensorRef r;
+  r.data = t.data;
+  r.dtype = static_cast<kda::ElementType>(t.dtype);
+  const int rank = t.rank < 0 ? 0 : (t.rank > 4 ? 4 : t.rank);
+  bool strided = false;
+  for (int i = 0; i < rank; ++i) {
+    r.shape.push_back(t.shape[i]);
+    strided = strided || t.strides[i] != 0;
+  }
+  if (strided) {
+    r.strides.assign(t.strides, t.strides + rank);
+  }
+  return r;
+}
+
+kda_tensor empty_tensor() {
+  kda_tensor t{};
+  return t;
+}
+
+template <typename Fn>
+kda_status guarded(Fn&& fn) {
+  t_last_error.clear();
+  try {
+    fn();
+    return KDA_OK;
+  } catch (const kda::TensorError& e) {
+    t_last_error = e.what();
+    return KDA_ERROR_TENSOR;
+  } catch (const kda::ScheduleError& e) {
+    t_last_error = e.what();
+    return KDA_ERROR_SCHEDULE;
+  } catch (const kda::ToolchainError& e) {
+    t_last_error = e.what();
+    return KDA_ERROR_TOOLCHAIN;
+  } catch (const kda::CacheError& e) {
+    t_last_error = e.what();
+    return KDA_ERROR_CACHE;
+  } catch (const std::exception& e) {
+    t_last_error = std::string("internal error: ") + e.what();
+    return KDA_ERROR_INTERNAL;
+  } catch (...) {
+    t_last_error = "internal error: unknown exception";
+    return KDA_ERROR_INTERNAL;
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+void kda_prefill_args_init(kda_prefill_args* args) {
+  if (args == nullptr) {
+    return;
+  }
+  *args = kda_prefill_args{};
+  args->q = args->k = args->v = args->g = args->beta = args->a_log = args->dt_bias = empty_tensor();
+  args->initial_state = args->cu_seqlens = args->out = args->final_state = empty_tensor();
+  args->scale = 1.0 / std::sqrt(128.0);
+  args->lower_bound = -5.0;
+}
+
+kda_status kda_recurrent_prefill(const kda_prefill_args* args, void** out_ptr, void** final_state_ptr,
+                                 kda_buffer* out_buffer, kda_buffer* final_state_buffer) {
+  return guarded([&] {
+    if (args == nullptr) {
+      throw kda::TensorError("args", "is NULL");
+    }
+    if (args->out.data == nullptr && out_buffer == nullptr) {
+      throw kda::TensorError("out_buffer", "is NULL but no 'out' tensor is given: kdajit allocates the output and "
+                                           "needs a handle to return it");
+    }
+    if (args->initial_state.data == nullptr && args->output_final_state && args->final_state.data == nullptr &&
+        final_state_buffer == nullptr) {
+      throw kda::TensorError("final_state_buffer", "is NULL but kdajit must allocate the final state");
+    }
+    kda::PrefillArgs a;
+    a.q = to_tensor(args->q);
+    a.k = to_tensor(args->k);
+    a.v = to_tensor(args->v);
+    a.g = to_tensor(args->g);
+    a.beta = to_tensor(args->beta);
+    a.a_log = to_tensor(args->a_log);
+    a.dt_bias = to_tensor(args->dt_bias);
+    a.scale = args->scale;
+    a.lower_bound = args->lower_bound;
+    a.initial_state = to_tensor(args->initial_state);
+    a.output_final_state = args->output_final_state != 0;
+    a.cu_seqlens = to_tensor(args->cu_seqlens);
+    a.out = to_tensor(args->out);
+    a.final_state = to_tensor(args->final_state);
+    a.stream = args->stream;
+    kda::PrefillOptions options;
+    if (args->schedule != nullptr) {
+      options.schedule = std::string(args->schedule);
+    }
+    kda::PrefillResult r = kda::recurrent_kda_prefill(a, options);
+    if (out_ptr != nullptr) {
+      *out_ptr = r.out;
+    }
+    if (final_state_ptr != nullptr) {
+      *final_state_ptr = r.final_state;
+    }
+    if (out_buffer != nullptr) {
+      *out_buffer = r.owned_out ? new kda_buffer_s{std::move(r.owned_out)} : nullptr;
+    }
+    if (final_state_buffer != nullptr) {
+      *final_state_buffer = r.owned_final_state ? new kda_buffer_s{std::move(r.owned_final_state)} : nullptr;
+    }
+  });
+}
+
+void kda_buffer_release(kda_buffer buffer) {
+  delete buffer;
+}
+
+void* kda_buffer_data(kda_buffer buffer) {
+  return buffer == nullptr ? nullptr : buffer->buffer.data();
+}
+
+const char* kda_last_error(void) {
+  return t_last_error.c_str();
+}
+
+} // extern "C"

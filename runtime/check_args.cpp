@@ -1,0 +1,260 @@
+#include "runtime/check_args.hpp"
+
+#include "compiler/errors.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace kda {
+namespace {
+
+constexpr std::int64_t k_head_dim = 128;
+
+struct Named {
+  const char* name;
+  const TensorRef* tensor;
+};
+
+void require_dtype(const char* name, const TensorRef& t, std::initializer_list<ElementType> allowed) {
+  for (ElementType e : allowed) {
+    if (t.dtype == e) {
+      return;
+    }
+  }
+  std::string want;
+  for (ElementType e : allowed) {
+    want += want.empty() ? "" : " or ";
+    want += to_string(e);
+  }
+  throw TensorError(name, fmt::format("expected dtype {}, got {}", want, to_string(t.dtype)));
+}
+
+void require_shape(const char* name, const TensorRef& t, const std::vector<std::int64_t>& shape) {
+  if (t.shape != shape) {
+    throw TensorError(name, fmt::format("expected shape {}, got {}", shape_string(shape), shape_string(t.shape)));
+  }
+}
+
+void require_strides_rank(const char* name, const TensorRef& t) {
+  if (!t.strides.empty() && t.strides.size() != t.shape.size()) {
+    throw TensorError(name, fmt::format("{} strides given for a rank-{} tensor", t.strides.size(), t.shape.size()));
+  }
+}
+
+void require_contiguous(const char* name, const TensorRef& t) {
+  require_strides_rank(name, t);
+  if (!t.is_contiguous()) {
+    throw TensorError(name, fmt::format("expected contiguous strides {}, got {}", shape_string(t.contiguous_strides()),
+                                        shape_string(t.effective_strides())));
+  }
+}
+
+void require_aligned(const char* name, const TensorRef& t) {
+  if (t.begin_address() % 16 != 0) {
+    throw TensorError(name, fmt::format("data pointer {:#x} is not 16-byte aligned", t.begin_address()));
+  }
+}
+
+void require_device(const char* name, const TensorRef& t, int device, const PointerDevice& pointer_device) {
+  const std::optional<int> d = pointer_device(t.data);
+  if (!d) {
+    throw TensorError(name, fmt::format("data pointer {:#x} is not device memory", t.begin_address()));
+  }
+  if (*d != device) {
+    throw TensorError(name, fmt::format("expected memory on device {} (the current context), got device {}", device, *d));
+  }
+}
+
+void require_no_overlap(const Named& output, const std::vector<Named>& others) {
+  for (const Named& o : others) {
+    if (o.tensor->defined() && output.tensor->begin_address() < o.tensor->end_address() &&
+        o.tensor->begin_address() < output.tensor->end_address()) {
+      throw TensorError(output.name, fmt::format("overlaps input '{}' (bytes {:#x}..{:#x} and {:#x}..{:#x})", o.name,
+                                                 output.tensor->begin_address(), output.tensor->end_address(),
+                                                 o.tensor->begin_address(), o.tensor->end_address()));
+    }
+  }
+}
+
+void check_qkvg(const PrefillArgs& a, ProblemShape& p) {
+  if (!a.q.defined()) {
+    throw TensorError("q", "is required");
+  }
+  require_dtype("q", a.q, {ElementType::bf16});
+  if (a.q.shape.size() != 4 || a.q.shape[3] != k_head_dim) {
+    throw TensorError("q", fmt::format("expected shape [B, T, H, 128], got {}", shape_string(a.q.shape)));
+  }
+  for (std::int64_t d : a.q.shape) {
+    if (d <= 0) {
+      throw TensorError("q", fmt::format("expected positive sizes, got {}", shape_string(a.q.shape)));
+    }
+  }
+  p.batch = a.q.shape[0];
+  p.seq_len = a.q.shape[1];
+  p.heads = static_cast<int>(a.q.shape[2]);
+  p.total_tokens = p.batch * p.seq_len;
+  for (const Named& n : {Named{"q", &a.q}, Named{"k", &a.k}, Named{"v", &a.v}, Named{"g", &a.g}}) {
+    if (!n.tensor->defined()) {
+      throw TensorError(n.name, "is required");
+    }
+    require_dtype(n.name, *n.tensor, {ElementType::bf16});
+    require_shape(n.name, *n.tensor, a.q.shape);
+    require_contiguous(n.name, *n.tensor);
+    require_aligned(n.name, *n.tensor);
+  }
+}
+
+void check_beta_and_gate_params(const PrefillArgs& a, ProblemShape& p) {
+  if (!a.beta.defined()) {
+    throw TensorError("beta", "is required");
+  }
+  require_dtype("beta", a.beta, {ElementType::bf16});
+  require_shape("beta", a.beta, {p.batch, p.seq_len, p.heads});
+  require_strides_rank("beta", a.beta);
+  const std::vector<std::int64_t> s = a.beta.effective_strides();
+  if (s[2] != 1) {
+    throw TensorError("beta", fmt::format("expected unit head stride, got stride {}", s[2]));
+  }
+  if (s[1] < p.heads && p.seq_len > 1) {
+    throw TensorError("beta", fmt::format("token stride {} is smaller than the {} heads of a row", s[1], p.heads));
+  }
+  if (p.batch > 1 && s[0] != s[1] * p.seq_len) {
+    throw TensorError("beta", fmt::format("batch stride {} must be T x token stride = {} (token rows evenly spaced)",
+                                          s[0], s[1] * p.seq_len));
+  }
+  p.beta_token_stride = p.seq_len > 1 ? s[1] : p.heads;
+  if (!a.a_log.defined()) {
+    throw TensorError("A_log", "is required");
+  }
+  require_dtype("A_log", a.a_log, {ElementType::fp32});
+  require_shape("A_log", a.a_log, {p.heads});
+  require_contiguous("A_log", a.a_log);
+  if (!a.dt_bias.defined()) {
+    throw TensorError("dt_bias", "is required");
+  }
+  require_dtype("dt_bias", a.dt_bias, {ElementType::fp32});
+  if (a.dt_bias.shape != std::vector<std::int64_t>{p.heads, k_head_dim} &&
+      a.dt_bias.shape != std::vector<std::int64_t>{p.heads * k_head_dim}) {
+    throw TensorError("dt_bias", fmt::format("expected shape [{0}, 128] or [{1}], got {2}", p.heads,
+                                             p.heads * k_head_dim, shape_string(a.dt_bias.shape)));
+  }
+  require_contiguous("dt_bias", a.dt_bias);
+  if (!std::isfinite(a.scale)) {
+    throw TensorError("scale", fmt::format("must be finite, got {}", a.scale));
+  }
+}
+
+void check_layout(const PrefillArgs& a, ProblemShape& p) {
+  if (!a.cu_seqlens.defined()) {
+    p.layout = LayoutKind::fixed;
+    p.num_seqs = static_cast<int>(p.batch);
+    if (p.seq_len == 1) {
+      throw TensorError("q", "T = 1 is decode, not prefill: recurrent_kda_prefill needs T > 1 (or packed input with more "
+                             "tokens than sequences)");
+    }
+    return;
+  }
+  p.layout = LayoutKind::packed;
+  require_dtype("cu_seqlens", a.cu_seqlens, {ElementType::i32, ElementType::i64});
+  if (a.cu_seqlens.shape.size() != 1 || a.cu_seqlens.shape[0] < 2) {
+    throw TensorError("cu_seqlens", fmt::format("expected shape [N + 1] with N >= 1, got {}",
+                                                shape_string(a.cu_seqlens.shape)));
+  }
+  require_contiguous("cu_seqlens", a.cu_seqlens);
+  if (p.batch != 1) {
+    throw TensorError("q", fmt::format("packed input (cu_seqlens given) needs B = 1, got B = {}", p.batch));
+  }
+  p.num_seqs = static_cast<int>(a.cu_seqlens.shape[0] - 1);
+  p.offsets_i64 = a.cu_seqlens.dtype == ElementType::i64;
+  if (p.total_tokens <= p.num_seqs) {
+    throw TensorError("q", fmt::format("{} tokens for {} sequences is decode, not prefill: packed prefill needs more "
+                                       "tokens than sequences",
+                                       p.total_tokens, p.num_seqs));
+  }
+}
+
+void check_state(const PrefillArgs& a, ProblemShape& p) {
+  const std::vector<std::int64_t> state_shape{p.num_seqs, p.heads, k_head_dim, k_head_dim};
+  if (a.initial_state.defined()) {
+    require_dtype("initial_state", a.initial_state, {ElementType::bf16, ElementType::fp32});
+    require_shape("initial_state", a.initial_state, state_shape);
+    require_contiguous("initial_state", a.initial_state);
+    require_aligned("initial_state", a.initial_state);
+    if (a.final_state.defined()) {
+      throw TensorError("final_state", "must not be given with initial_state: the initial state is updated in place");
+    }
+    p.state_in = true;
+    p.state_out = true;
+    p.state_dtype = a.initial_state.dtype == ElementType::fp32 ? StatePrecision::fp32 : StatePrecision::bf16;
+    return;
+  }
+  if (a.final_state.defined()) {
+    if (!a.output_final_state) {
+      throw TensorError("final_state", "given but output_final_state is false");
+    }
+    require_dtype("final_state", a.final_state, {ElementType::bf16, ElementType::fp32});
+    require_shape("final_state", a.final_state, state_shape);
+    require_contiguous("final_state", a.final_state);
+    require_aligned("final_state", a.final_state);
+    p.state_dtype = a.final_state.dtype == ElementType::fp32 ? StatePrecision::fp32 : StatePrecision::bf16;
+  }
+  p.state_out = a.output_final_state;
+}
+
+void check_outputs(const PrefillArgs& a) {
+  const std::vector<Named> inputs = {{"q", &a.q},         {"k", &a.k},           {"v", &a.v},
+                                     {"g", &a.g},         {"beta", &a.beta},     {"A_log", &a.a_log},
+                                     {"dt_bias", &a.dt_bias}, {"initial_state", &a.initial_state},
+                                     {"cu_seqlens", &a.cu_seqlens}};
+  if (a.out.defined()) {
+    require_dtype("out", a.out, {ElementType::bf16});
+    require_shape("out", a.out, a.v.shape);
+    require_contiguous("out", a.out);
+    require_aligned("out", a.out);
+    require_no_overlap({"out", &a.out}, inputs);
+  }
+  if (a.final_state.defined()) {
+    std::vector<Named> others = inputs;
+    others.push_back({"out", &a.out});
+    require_no_overlap({"final_state", &a.final_state}, others);
+  }
+}
+
+} // namespace
+
+ProblemShape check_prefill_args(const PrefillArgs& args, int device, const PointerDevice& pointer_device) {
+  ProblemShape p;
+  check_qkvg(args, p);
+  check_beta_and_gate_params(args, p);
+  check_layout(args, p);
+  check_state(args, p);
+  check_outputs(args);
+  const std::vector<Named> all = {{"q", &args.q},           {"k", &args.k},
+                                  {"v", &args.v},           {"g", &args.g},
+                                  {"beta", &args.beta},     {"A_log", &args.a_log},
+                                  {"dt_bias", &args.dt_bias}, {"initial_state", &args.initial_state},
+                                  {"cu_seqlens", &args.cu_seqlens}, {"out", &args.out},
+                                  {"final_state", &args.final_state}};
+  for (const Named& n : all) {
+    if (n.tensor->defined()) {
+      require_device(n.name, *n.tensor, device, pointer_device);
+    }
+  }
+  return p;
+}
+
+void check_lower_bound(double lower_bound, double range_min, double range_max, double safe_magnitude,
+                       const std::string& schedule) {
+  if (!std::isfinite(lower_bound) || !(lower_bound < 0.0)) {
+    throw TensorError("lower_bound", fmt::format("must be finite and negative, got {}", lower_bound));
+  }
+  if (lower_bound < range_min || lower_bound >= range_max || std::fabs(lower_bound) >= safe_magnitude) {
+    throw TensorError("lower_bound",
+                      fmt::format("{} is outside the range schedule {} makes safe in BF16: [{}, {}) with "
+                                  "|lower_bound| < {:.4f}",
+                                  lower_bound, schedule, range_min, range_max, safe_magnitude));
+  }
+}
+
+} // namespace kda

@@ -1,0 +1,88 @@
+/// \file
+/// The CUDA driver, loaded with dlopen("libcuda.so.1") (kdajit never links
+/// libcuda or its stub). Only cuGetProcAddress_v2 is looked up by name; every
+/// other entry point is resolved through it for the CUDA_VERSION of the headers
+/// (cuda.h maps names to versioned symbols, e.g. cuMemAlloc → cuMemAlloc_v2, so
+/// dlsym names are never guessed). cuda.h is included for its types only.
+///
+/// A machine without a driver or GPU is a state, not a crash: driver_status()
+/// says why and kdajit runs compile-only. All error checking of driver calls
+/// goes through check_cu() (KDA_CU for the common case).
+#pragma once
+
+#include "compiler/errors.hpp"
+
+#include <cuda.h>
+
+#include <string>
+
+namespace kda::runtime {
+
+// X-macro list of the entry points in DriverApi: the struct and the resolver
+// are generated from it, so they cannot drift apart.
+#define KDA_DRIVER_ENTRY_POINTS(X)                                                                           \
+  X(cuGetErrorName) X(cuGetErrorString) X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet)    \
+  X(cuDeviceGetAttribute) X(cuDeviceGetName) X(cuDeviceTotalMem) X(cuCtxGetCurrent) X(cuCtxSetCurrent)        \
+  X(cuCtxGetDevice) X(cuCtxSynchronize) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)              \
+  X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute) X(cuFuncGetAttribute)    \
+  X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuMemcpyHtoD)          \
+  X(cuMemcpyDtoH) X(cuMemcpyAsync) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemsetD8Async)              \
+  X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate) X(cuEventRecord)              \
+  X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy) X(cuPointerGetAttribute)
+
+/// The driver entry points kdajit calls. Members carry the driver's names (as
+/// cuda.h spells them after its versioning macros, so `api.cuMemAlloc(...)`
+/// calls cuMemAlloc_v2).
+struct DriverApi {
+#define KDA_DRIVER_DECLARE(name) decltype(&::name) name = nullptr;
+  KDA_DRIVER_ENTRY_POINTS(KDA_DRIVER_DECLARE)
+#undef KDA_DRIVER_DECLARE
+};
+
+/// Whether the driver can be used, and if not, why.
+struct DriverStatus {
+  bool available = false;
+  std::string reason;       ///< why not, e.g. "libcuda.so.1: cannot open shared object file: ..."
+  std::string library_path; ///< what dlopen opened, when it did
+  int driver_version = 0;   ///< cuDriverGetVersion, e.g. 13000; 0 when unknown
+  int device_count = 0;
+
+  /// "CUDA driver 13.0 (libcuda.so.1), 1 device" or "<reason>; compile-only mode".
+  std::string to_string() const;
+};
+
+/// Loads and initialises the driver once per process (thread-safe); never throws.
+const DriverStatus& driver_status();
+
+/// The resolved entry points; throws ToolchainError with driver_status()'s
+/// reason when the driver is unavailable.
+const DriverApi& driver_api();
+
+/// A failed driver call: the call's name, the CUresult's name and description.
+class DriverError : public ToolchainError {
+public:
+  DriverError(const std::string& message, CUresult result) : ToolchainError(message), m_result(result) {}
+  CUresult result() const { return m_result; }
+
+private:
+  CUresult m_result;
+};
+
+/// "CUDA_ERROR_OUT_OF_MEMORY (out of memory)"; works without a driver too.
+std::string describe_cu_result(CUresult result);
+
+[[noreturn]] void throw_driver_error(CUresult result, const char* call, const std::string& context);
+
+/// Throws DriverError "[context: ]call failed: NAME (description)" unless
+/// `result` is CUDA_SUCCESS. The one place driver results are checked.
+inline void check_cu(CUresult result, const char* call, const std::string& context = {}) {
+  if (result != CUDA_SUCCESS) {
+    throw_driver_error(result, call, context);
+  }
+}
+
+} // namespace kda::runtime
+
+/// KDA_CU(cuMemAlloc, &ptr, bytes): calls the entry point through driver_api()
+/// and checks its result, naming the call in the error.
+#define KDA_CU(fn, ...) ::kda::runtime::check_cu(::kda::runtime::driver_api().fn(__VA_ARGS__), #fn)

@@ -1,0 +1,40 @@
+#include "runtime/generator_identity.hpp"
+
+#include "cache/sha256.hpp"
+#include "compiler/emit/emit_cuda.hpp"
+#include "compiler/emit/template_library.hpp"
+
+#include <fmt/format.h>
+
+namespace kda {
+
+const std::string& generator_id() {
+  static const std::string k_id = [] {
+    cache::Sha256 hash;
+    for (const EmbeddedFile& t : embedded_templates()) {
+      hash.update(t.name);
+      hash.update(std::string_view("\0", 1));
+      hash.update(t.text);
+      hash.update(std::string_view("\0", 1));
+    }
+    return fmt::format("kdajit-{}-emit{}-{}", KDAJIT_VERSION, k_emitter_version, hash.finish_hex().substr(0, 16));
+  }();
+  return k_id;
+}
+
+cache::CacheKeyFields kernel_key_fields(const Schedule& schedule, const Target& target, const ShapeKey& shape,
+                                        const std::string& nvrtc_version, const std::vector<std::string>& options,
+                                        int abi_version) {
+  cache::CacheKeyFields f;
+  f.layout_version = k_cache_layout_version;
+  f.abi_version = std::to_string(abi_version);
+  f.generator_id = generator_id();
+  f.schedule_id = cache::canonical_json_hash(schedule.document);
+  f.shape_key = shape.canonical();
+  f.target = target.name;
+  f.nvrtc_version = nvrtc_version;
+  f.options = options;
+  return f;
+}
+
+} // namespace kda

@@ -1,0 +1,63 @@
+/// \file
+/// kdajit's public C++ API: recurrent KDA prefill on the caller's stream in the
+/// CUDA context current on the calling thread (device 0's primary context when
+/// none is current). The first call for a (schedule, target, shape key)
+/// compiles or loads the kernel; later calls only check arguments and launch.
+#pragma once
+
+#include "runtime/prefill_args.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace kda {
+
+/// Device memory allocated by kdajit on a stream (an output or a final state
+/// the caller did not provide). Released with `release()` or the destructor,
+/// which frees it on the stream it was allocated on (stream-ordered).
+class DeviceBuffer {
+public:
+  DeviceBuffer() = default;
+  DeviceBuffer(void* data, std::int64_t bytes, void* stream);
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+
+  void* data() const { return m_data; }
+  std::int64_t bytes() const { return m_bytes; }
+  explicit operator bool() const { return m_data != nullptr; }
+  /// Frees the memory now (stream-ordered on its allocation stream).
+  void release();
+  /// Gives up ownership; the caller frees the memory with cuMemFreeAsync.
+  void* detach();
+
+private:
+  void* m_data = nullptr;
+  std::int64_t m_bytes = 0;
+  void* m_stream = nullptr;
+};
+
+struct PrefillResult {
+  void* out = nullptr;            ///< bf16 [B,T,H,128]: args.out, or owned_out's memory
+  void* final_state = nullptr;    ///< the state written, or nullptr when none was
+  DeviceBuffer owned_out;         ///< set when kdajit allocated the output
+  DeviceBuffer owned_final_state; ///< set when kdajit allocated the final state (bf16)
+  std::string schedule;           ///< which schedule ran
+  std::string target;             ///< and for which target
+};
+
+/// Runs the prefill. Validates every argument before any launch (TensorError
+/// names the argument with expected vs actual). An initial state is updated in
+/// place even when output_final_state is false; without one, a final state is
+/// written only when output_final_state is true (into args.final_state or an
+/// allocated bf16 buffer). Throws ToolchainError, CacheError, ScheduleError or
+/// InternalError for problems that are not the caller's arguments.
+PrefillResult recurrent_kda_prefill(const PrefillArgs& args, const PrefillOptions& options = {});
+
+/// Why the router picks what it picks for this call, without running it.
+std::string explain_prefill_route(const PrefillArgs& args, const PrefillOptions& options = {});
+
+} // namespace kda

@@ -1,0 +1,67 @@
+/// \file
+/// NVRTC, loaded with dlopen (kdajit never links libnvrtc). `NvrtcLibrary::get()`
+/// loads it once per process and hands out the table of entry points kdajit
+/// uses. nvrtc.h is included for its types only.
+///
+/// Search order: $KDAJIT_NVRTC_LIBRARY alone when set (an explicit choice is
+/// never silently replaced), else "libnvrtc.so.13", "libnvrtc.so", then
+/// libnvrtc.so.13 in the toolkit's library directory known at build time.
+#pragma once
+
+#include "runtime/compiled_module.hpp"
+#include "runtime/dynamic_library.hpp"
+
+#include <nvrtc.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kda::runtime {
+
+/// The NVRTC entry points kdajit calls, resolved by dlsym.
+struct NvrtcApi {
+  decltype(&::nvrtcVersion) nvrtcVersion = nullptr;
+  decltype(&::nvrtcGetErrorString) nvrtcGetErrorString = nullptr;
+  decltype(&::nvrtcCreateProgram) nvrtcCreateProgram = nullptr;
+  decltype(&::nvrtcCompileProgram) nvrtcCompileProgram = nullptr;
+  decltype(&::nvrtcDestroyProgram) nvrtcDestroyProgram = nullptr;
+  decltype(&::nvrtcGetProgramLogSize) nvrtcGetProgramLogSize = nullptr;
+  decltype(&::nvrtcGetProgramLog) nvrtcGetProgramLog = nullptr;
+  decltype(&::nvrtcGetCUBINSize) nvrtcGetCUBINSize = nullptr;
+  decltype(&::nvrtcGetCUBIN) nvrtcGetCUBIN = nullptr;
+  decltype(&::nvrtcGetPTXSize) nvrtcGetPTXSize = nullptr;
+  decltype(&::nvrtcGetPTX) nvrtcGetPTX = nullptr;
+};
+
+/// The environment override for the NVRTC library path (KDAJIT_NVRTC_LIBRARY);
+/// the only place that variable is read.
+std::optional<std::string> nvrtc_library_override();
+
+/// The candidates `get()` tries, in order.
+std::vector<std::string> nvrtc_library_candidates();
+
+class NvrtcLibrary {
+public:
+  /// The process-wide library, loaded on first use (thread-safe). Throws
+  /// ToolchainError naming every candidate tried when none loads; a later call
+  /// tries again.
+  static const NvrtcLibrary& get();
+
+  /// Loads from an explicit candidate list (tests, `kdajit env`).
+  static NvrtcLibrary load(const std::vector<std::string>& candidates);
+
+  const NvrtcApi& api() const { return m_api; }
+  const std::string& path() const { return m_library.path(); }
+  NvrtcVersion version() const { return m_version; }
+
+  /// "NVRTC_ERROR_COMPILATION" etc.
+  std::string error_string(nvrtcResult result) const;
+
+private:
+  DynamicLibrary m_library;
+  NvrtcApi m_api;
+  NvrtcVersion m_version;
+};
+
+} // namespace kda::runtime

@@ -1,0 +1,41 @@
+/// \file
+/// The arguments of kda::recurrent_kda_prefill (C++ API).
+#pragma once
+
+#include "runtime/tensor_ref.hpp"
+
+#include <cmath>
+#include <optional>
+#include <string>
+
+namespace kda {
+
+struct PrefillArgs {
+  // Inputs (device pointers). q, k, v, g: bf16 [B,T,H,128] contiguous. beta:
+  // bf16 [B,T,H] logits, unit head stride, any token-row stride. A_log: fp32
+  // [H]. dt_bias: fp32 [H,128] or [H*128].
+  TensorRef q, k, v, g, beta, a_log, dt_bias;
+  double scale = 1.0 / std::sqrt(128.0);
+  double lower_bound = -5.0; ///< natural-log lower bound of the per-token log-decay
+  /// Optional state [N,H,128,128] bf16 or fp32 (index 2 = value row, 3 = key
+  /// column): read as the initial state and updated IN PLACE, even when
+  /// output_final_state is false.
+  TensorRef initial_state;
+  /// Produce a final state when no initial state is given.
+  bool output_final_state = false;
+  /// Packed layout: int32 or int64 [N+1] offsets (B must be 1). Values are a
+  /// caller contract (0 first, non-decreasing, last = T); not read on the host.
+  TensorRef cu_seqlens;
+  /// Optional caller-provided output, bf16 with v's shape; allocated otherwise.
+  TensorRef out;
+  /// Optional caller-provided final state (only with output_final_state and no
+  /// initial state); allocated otherwise (bf16).
+  TensorRef final_state;
+  void* stream = nullptr; ///< CUstream; nullptr = the legacy default stream
+};
+
+struct PrefillOptions {
+  std::optional<std::string> schedule; ///< force one schedule by name (refused with the reason if ineligible)
+};
+
+} // namespace kda

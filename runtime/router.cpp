@@ -1,0 +1,121 @@
+#include "runtime/router.hpp"
+
+#include "compiler/errors.hpp"
+#include "compiler/lower/family_recipe.hpp"
+#include "compiler/validated_schedule.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+namespace kda {
+namespace {
+
+bool lists(const Schedule& s, const std::string& target) {
+  return std::find(s.targets.begin(), s.targets.end(), target) != s.targets.end();
+}
+
+// Architecture-specific or family targets for a CC, in preference order.
+std::vector<std::string> specific_targets(const DeviceDescription& d) {
+  const bool family_ok = d.nvrtc_major > 12 || (d.nvrtc_major == 12 && d.nvrtc_minor >= 9);
+  if (d.cc_major == 9 && d.cc_minor == 0) {
+    return {"sm_90a"};
+  }
+  if (d.cc_major == 10 && d.cc_minor == 0) {
+    return family_ok ? std::vector<std::string>{"sm_100f", "sm_100a"} : std::vector<std::string>{"sm_100a"};
+  }
+  if (d.cc_major == 10 && d.cc_minor == 3) {
+    return family_ok ? std::vector<std::string>{"sm_100f", "sm_103a"} : std::vector<std::string>{"sm_103a"};
+  }
+  if (d.cc_major == 12 && d.cc_minor == 0) {
+    return {"sm_120a"};
+  }
+  return {};
+}
+
+} // namespace
+
+TargetChoice choose_target(const Schedule& s, const DeviceDescription& d) {
+  for (const std::string& name : specific_targets(d)) {
+    if (lists(s, name)) {
+      return {find_target(name), fmt::format("{} is the schedule's architecture-specific or family target for CC {}.{}",
+                                             name, d.cc_major, d.cc_minor)};
+    }
+  }
+  std::optional<Target> best;
+  for (const std::string& name : s.targets) {
+    const std::optional<Target> t = find_target(name);
+    if (t && t->variant == ArchVariant::plain && t->cc_major == d.cc_major && t->cc_minor <= d.cc_minor &&
+        (!best || t->cc_minor > best->cc_minor)) {
+      best = t;
+    }
+  }
+  if (best) {
+    return {best, fmt::format("{} is the highest plain target of CC {}.x not newer than {}.{}", best->name, d.cc_major,
+                              d.cc_major, d.cc_minor)};
+  }
+  return {std::nullopt, fmt::format("no target for CC {}.{} (it lists {})", d.cc_major, d.cc_minor,
+                                    fmt::join(s.targets, ", "))};
+}
+
+std::string ineligibility(const Schedule& s, const Target& target, const ProblemShape& p) {
+  const Eligibility& e = s.eligibility;
+  if (std::find(e.layouts.begin(), e.layouts.end(), p.layout) == e.layouts.end()) {
+    return fmt::format("layout '{}' is not supported", to_string(p.layout));
+  }
+  if ((p.state_in || p.state_out) &&
+      std::find(e.state_dtypes.begin(), e.state_dtypes.end(), p.state_dtype) == e.state_dtypes.end()) {
+    return fmt::format("state dtype '{}' is not supported", to_string(p.state_dtype));
+  }
+  if (p.heads < e.min_heads || (e.max_heads && p.heads > *e.max_heads)) {
+    return fmt::format("{} heads is outside its head range", p.heads);
+  }
+  try {
+    find_family_recipe(s);
+    validate(s, target);
+  } catch (const ScheduleError& error) {
+    return error.diagnostics().empty() ? "invalid" : error.diagnostics().front().message;
+  }
+  return "";
+}
+
+RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescription& device, const ProblemShape& p,
+                    const RouteRequest& request) {
+  RouteDecision decision;
+  std::string explanation;
+  for (const Schedule& s : schedules) {
+    if (request.schedule && s.name != *request.schedule) {
+      continue;
+    }
+    const TargetChoice choice = choose_target(s, device);
+    std::string why;
+    if (!choice.target) {
+      why = choice.reason;
+    } else {
+      why = ineligibility(s, *choice.target, p);
+    }
+    if (!why.empty()) {
+      explanation += fmt::format("{}: not eligible: {}\n", s.name, why);
+      continue;
+    }
+    explanation += fmt::format("{}: eligible on {} ({})\n", s.name, choice.target->name, choice.reason);
+    if (decision.schedule == nullptr) {
+      decision.schedule = &s;
+      decision.target = *choice.target;
+    }
+  }
+  if (request.schedule && explanation.empty()) {
+    throw TensorError("schedule", fmt::format("no shipped schedule is named '{}'", *request.schedule));
+  }
+  if (decision.schedule == nullptr) {
+    throw TensorError("schedule", fmt::format("no eligible schedule for CC {}.{}:\n{}", device.cc_major, device.cc_minor,
+                                              explanation));
+  }
+  decision.shape.state_dtype = p.state_dtype;
+  decision.shape.layout = p.layout;
+  decision.explanation = explanation + fmt::format("chosen: {} on {}", decision.schedule->name, decision.target.name);
+  return decision;
+}
+
+} // namespace kda

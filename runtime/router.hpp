@@ -1,0 +1,57 @@
+/// \file
+/// Which schedule and target run a call on a device (architecture.md,
+/// "Target choice"): for each shipped schedule, the target rule gives the
+/// architecture-specific or family target for the device's CC when the
+/// schedule lists one, else the highest plain target of the same major that is
+/// not newer than the device; then the call's eligibility (layout, state dtype,
+/// heads, a generator for the family) decides. Every decision carries its
+/// explanation. Never keyed by device name.
+#pragma once
+
+#include "compiler/schedule.hpp"
+#include "compiler/shape_key.hpp"
+#include "compiler/target.hpp"
+#include "runtime/check_args.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kda {
+
+struct DeviceDescription {
+  int cc_major = 0;
+  int cc_minor = 0;
+  int sm_count = 0;
+  int nvrtc_major = 13; ///< the NVRTC in use decides whether family targets exist
+  int nvrtc_minor = 0;
+};
+
+struct TargetChoice {
+  std::optional<Target> target;
+  std::string reason; ///< why this target, or why none
+};
+
+/// The target rule for one schedule on one device.
+TargetChoice choose_target(const Schedule& schedule, const DeviceDescription& device);
+
+struct RouteRequest {
+  std::optional<std::string> schedule; ///< an explicit schedule: refused with the reason if ineligible
+};
+
+struct RouteDecision {
+  const Schedule* schedule = nullptr;
+  Target target;
+  ShapeKey shape;
+  std::string explanation; ///< one line per schedule considered
+};
+
+/// Chooses among `schedules` (normally the shipped ones). Throws TensorError
+/// (argument "schedule") when nothing is eligible or an explicit request is not.
+RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescription& device,
+                    const ProblemShape& problem, const RouteRequest& request);
+
+/// Why `schedule` cannot run `problem` (empty when it can), for a chosen target.
+std::string ineligibility(const Schedule& schedule, const Target& target, const ProblemShape& problem);
+
+} // namespace kda

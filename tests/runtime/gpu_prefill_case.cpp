@@ -1,0 +1,191 @@
+#include "gpu_prefill_case.hpp"
+
+#include "device_array.hpp"
+#include "reference/sequences.hpp"
+#include "reference/token_reference.hpp"
+#include "runtime/kda.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+
+namespace kda::test {
+namespace {
+
+using reference::OwnedState;
+using reference::StateDtype;
+
+std::vector<double> state_values(const std::vector<std::uint8_t>& bytes, bool fp32) {
+  std::vector<double> out;
+  if (fp32) {
+    out.resize(bytes.size() / 4);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      float f;
+      std::memcpy(&f, bytes.data() + 4 * i, 4);
+      out[i] = f;
+    }
+  } else {
+    out.resize(bytes.size() / 2);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      Bf16 b;
+      std::memcpy(&b.bits, bytes.data() + 2 * i, 2);
+      out[i] = bf16_to_float(b);
+    }
+  }
+  return out;
+}
+
+struct Accumulator {
+  double err2 = 0.0;
+  double ref2 = 0.0;
+  void add(double x, double ref) {
+    err2 += (x - ref) * (x - ref);
+    ref2 += ref * ref;
+  }
+  double rel() const { return ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2); }
+};
+
+} // namespace
+
+GpuCaseReport run_gpu_case(const GpuCase& c) {
+  INFO("case " << c.label);
+  reference::testing::RandomProblem problem(c.spec, c.seed);
+  reference::PrefillInputs inputs = c.int32_offsets ? problem.inputs_int32() : problem.inputs();
+  const std::int64_t n_seq = problem.sequences();
+  const std::int64_t heads = c.spec.heads;
+  const std::int64_t batch = c.spec.batch;
+  const std::int64_t tokens = c.spec.tokens;
+  const bool inplace = c.state == GpuStateMode::inplace_bf16 || c.state == GpuStateMode::inplace_fp32;
+  const bool fp32_state = c.state == GpuStateMode::inplace_fp32 || c.state == GpuStateMode::final_fp32_caller;
+  const StateDtype dtype = fp32_state ? StateDtype::fp32 : StateDtype::bf16;
+
+  // Reference (fp64), on a copy of the initial state.
+  std::mt19937_64 rng(c.seed * 7919 + 17);
+  OwnedState initial = reference::testing::random_state(dtype, n_seq, heads, rng);
+  OwnedState reference_state = initial;
+  reference::PrefillOptions options;
+  options.lower_bound = -5.0;
+  options.output_final_state = !inplace && c.state != GpuStateMode::none;
+  if (inplace) {
+    inputs.initial_state = reference_state.view(n_seq);
+  }
+  const reference::PrefillResult ref = reference::run_reference_prefill(inputs, options);
+  const std::vector<reference::SequenceRange> ranges = reference::sequence_ranges(inputs);
+
+  // Device.
+  DeviceArray q = DeviceArray::from(problem.q), k = DeviceArray::from(problem.k), v = DeviceArray::from(problem.v),
+              g = DeviceArray::from(problem.g), beta = DeviceArray::from(problem.beta);
+  DeviceArray a_log = DeviceArray::from(problem.a_log), dt_bias = DeviceArray::from(problem.dt_bias);
+  DeviceArray cu32 = DeviceArray::from(problem.cu32), cu64 = DeviceArray::from(problem.cu64);
+  const std::size_t state_bytes = static_cast<std::size_t>(n_seq * heads * 128 * 128) * (fp32_state ? 4 : 2);
+  DeviceArray state(state_bytes);
+  if (inplace) {
+    state.upload(fp32_state ? static_cast<const void*>(initial.fp32.data()) : initial.bf16.data(), state_bytes);
+  } else {
+    state.poison();
+  }
+  const std::size_t out_elems = static_cast<std::size_t>(batch * tokens * heads * 128);
+  DeviceArray out(out_elems * 2);
+  out.poison();
+
+  PrefillArgs args;
+  const std::vector<std::int64_t> shape{batch, tokens, heads, 128};
+  args.q = TensorRef::contiguous(q.data(), ElementType::bf16, shape);
+  args.k = TensorRef::contiguous(k.data(), ElementType::bf16, shape);
+  args.v = TensorRef::contiguous(v.data(), ElementType::bf16, shape);
+  args.g = TensorRef::contiguous(g.data(), ElementType::bf16, shape);
+  args.beta = TensorRef::contiguous(beta.data(), ElementType::bf16, {batch, tokens, heads});
+  if (c.spec.beta_row_stride > 0) {
+    args.beta.strides = {tokens * c.spec.beta_row_stride, c.spec.beta_row_stride, 1};
+  }
+  args.a_log = TensorRef::contiguous(a_log.data(), ElementType::fp32, {heads});
+  args.dt_bias = TensorRef::contiguous(dt_bias.data(), ElementType::fp32, {heads, 128});
+  args.lower_bound = -5.0;
+  if (!c.spec.seqlens.empty()) {
+    args.cu_seqlens = c.int32_offsets ? TensorRef::contiguous(cu32.data(), ElementType::i32, {n_seq + 1})
+                                      : TensorRef::contiguous(cu64.data(), ElementType::i64, {n_seq + 1});
+  }
+  args.out = TensorRef::contiguous(out.data(), ElementType::bf16, shape);
+  const ElementType state_type = fp32_state ? ElementType::fp32 : ElementType::bf16;
+  if (inplace) {
+    args.initial_state = TensorRef::contiguous(state.data(), state_type, {n_seq, heads, 128, 128});
+  }
+  args.output_final_state = c.state == GpuStateMode::final_bf16 || c.state == GpuStateMode::final_fp32_caller;
+  if (c.state == GpuStateMode::final_fp32_caller) {
+    args.final_state = TensorRef::contiguous(state.data(), state_type, {n_seq, heads, 128, 128});
+  }
+  PrefillResult result = recurrent_kda_prefill(args);
+  GpuCaseReport report;
+  report.schedule = result.schedule;
+  report.target = result.target;
+
+  const std::vector<Bf16> out_host = out.download_as<Bf16>(out_elems);
+  std::vector<std::uint8_t> state_bytes_host(state_bytes);
+  const bool state_written = c.state != GpuStateMode::none;
+  if (c.state == GpuStateMode::final_bf16) {
+    REQUIRE(result.owned_final_state);
+    KDA_CU(cuCtxSynchronize);
+    KDA_CU(cuMemcpyDtoH, state_bytes_host.data(), reinterpret_cast<CUdeviceptr>(result.final_state), state_bytes);
+  } else {
+    state.download(state_bytes_host.data(), state_bytes);
+  }
+  const std::vector<double> gpu_state = state_values(state_bytes_host, fp32_state);
+
+  Accumulator whole_out;
+  Accumulator whole_state;
+  for (std::size_t n = 0; n < ranges.size(); ++n) {
+    const reference::SequenceRange& r = ranges[n];
+    for (std::int64_t h = 0; h < heads; ++h) {
+      Accumulator acc;
+      for (std::int64_t t = 0; t < r.length; ++t) {
+        const bool elementwise = r.length <= 256 || t >= r.length - 16;
+        for (std::int64_t d = 0; d < 128; ++d) {
+          const std::size_t at = static_cast<std::size_t>(((r.token_begin + t) * heads + h) * 128 + d);
+          const double x = bf16_to_float(out_host[at]);
+          const double want = ref.output[at];
+          if (std::isnan(x) || std::isinf(x)) {
+            ++report.nan_count;
+            continue;
+          }
+          acc.add(x, want);
+          whole_out.add(x, want);
+          if (elementwise && std::fabs(x - want) > 2e-2 + 2e-2 * std::fabs(want)) {
+            ++report.elementwise_failures;
+          }
+        }
+      }
+      if (r.length > 0) {
+        report.worst_output_rel_rms = std::max(report.worst_output_rel_rms, acc.rel());
+      }
+      if (!state_written) {
+        continue;
+      }
+      Accumulator sacc;
+      for (std::int64_t e = 0; e < 128 * 128; ++e) {
+        const std::size_t at = static_cast<std::size_t>((static_cast<std::int64_t>(n) * heads + h) * 128 * 128 + e);
+        const double x = gpu_state[at];
+        if (std::isnan(x) || std::isinf(x)) {
+          ++report.nan_count;
+          continue;
+        }
+        sacc.add(x, ref.final_state[at]);
+        whole_state.add(x, ref.final_state[at]);
+        if (r.length == 0 && inplace && x != initial.load(at)) {
+          ++report.empty_state_changes;
+        }
+      }
+      report.worst_state_rel_rms = std::max(report.worst_state_rel_rms, sacc.rel());
+    }
+  }
+  report.whole_output_rel_rms = whole_out.rel();
+  report.whole_state_rel_rms = whole_state.rel();
+  CHECK(report.nan_count == 0);
+  CHECK(report.elementwise_failures == 0);
+  CHECK(report.empty_state_changes == 0);
+  CHECK(report.worst_output_rel_rms <= 1e-2);
+  CHECK(report.worst_state_rel_rms <= 1e-2);
+  return report;
+}
+
+} // namespace kda::test

@@ -1,0 +1,47 @@
+/// \file
+/// One GPU correctness case of recurrent_kda_prefill against the fp64 token
+/// reference, with spec section 8's tolerances: per (sequence, head) relative
+/// RMS error <= 1e-2 of the output and of the final state; element-wise
+/// |x - ref| <= 2e-2 + 2e-2 |ref| on sequences up to 256 tokens and on the last
+/// chunk of every sequence; no NaN (outputs are poisoned first, so an unwritten
+/// element fails); zero-length sequences leave their state bit-identical.
+#pragma once
+
+#include "reference/reference_problem.hpp"
+
+#include <string>
+
+namespace kda::test {
+
+enum class GpuStateMode {
+  none,           ///< no state in, none out
+  final_bf16,     ///< no initial state; output_final_state, kdajit allocates bf16
+  final_fp32_caller, ///< no initial state; output_final_state into a caller fp32 buffer
+  inplace_bf16,   ///< bf16 initial state updated in place
+  inplace_fp32,   ///< fp32 initial state updated in place
+};
+
+struct GpuCase {
+  std::string label;
+  reference::testing::ProblemSpec spec;
+  GpuStateMode state = GpuStateMode::inplace_bf16;
+  bool int32_offsets = false;
+  std::uint64_t seed = 1;
+};
+
+struct GpuCaseReport {
+  double worst_output_rel_rms = 0.0;
+  double worst_state_rel_rms = 0.0;
+  double whole_output_rel_rms = 0.0; ///< over all sequences and heads (for the record)
+  double whole_state_rel_rms = 0.0;
+  std::int64_t elementwise_failures = 0;
+  std::int64_t nan_count = 0;
+  std::int64_t empty_state_changes = 0;
+  std::string schedule;
+  std::string target;
+};
+
+/// Runs the case (CHECKs included) and returns the figures.
+GpuCaseReport run_gpu_case(const GpuCase& c);
+
+} // namespace kda::test

@@ -1,0 +1,97 @@
+// GPU correctness of recurrent_kda_prefill (issue 3, item 6): every case runs
+// the routed kernel on the device and compares with the fp64 token reference
+// (gpu_prefill_case.hpp has the tolerances). Run on the GPU machine with
+// scripts/gpu-tests.sh.
+#include "gpu_prefill_case.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <random>
+
+using namespace kda::test;
+using kda::reference::testing::GateDistribution;
+using kda::reference::testing::ProblemSpec;
+
+namespace {
+
+ProblemSpec fixed(std::int64_t batch, std::int64_t tokens, std::int64_t heads,
+                  GateDistribution gate = GateDistribution::standard) {
+  ProblemSpec s;
+  s.batch = batch;
+  s.tokens = tokens;
+  s.heads = heads;
+  s.gate = gate;
+  return s;
+}
+
+ProblemSpec packed(std::vector<std::int64_t> lengths, std::int64_t heads) {
+  ProblemSpec s;
+  s.heads = heads;
+  s.seqlens = std::move(lengths);
+  for (std::int64_t l : s.seqlens) {
+    s.tokens += l;
+  }
+  return s;
+}
+
+void report(const GpuCase& c, const GpuCaseReport& r) {
+  WARN(c.label << ": " << r.schedule << " on " << r.target << ", rel RMS worst (seq, head) out " << r.worst_output_rel_rms
+               << " state " << r.worst_state_rel_rms << ", whole out " << r.whole_output_rel_rms << " state "
+               << r.whole_state_rel_rms);
+}
+
+void run(const GpuCase& c) {
+  report(c, run_gpu_case(c));
+}
+
+} // namespace
+
+TEST_CASE("gpu prefill: fixed layout, short sequences around the chunk size", "[gpu][prefill]") {
+  for (std::int64_t t : {15, 16, 17, 33}) {
+    run({"fixed B3 T" + std::to_string(t) + " H2 bf16 in place", fixed(3, t, 2), GpuStateMode::inplace_bf16, false,
+         static_cast<std::uint64_t>(t)});
+  }
+  run({"fixed B2 T17 H64 fp32 in place", fixed(2, 17, 64), GpuStateMode::inplace_fp32, false, 3});
+  run({"fixed B1 T33 H96 no state", fixed(1, 33, 96), GpuStateMode::none, false, 4});
+  run({"fixed B2 T33 H12 final bf16 allocated", fixed(2, 33, 12), GpuStateMode::final_bf16, false, 5});
+  run({"fixed B2 T16 H1 final fp32 caller", fixed(2, 16, 1), GpuStateMode::final_fp32_caller, false, 6});
+}
+
+TEST_CASE("gpu prefill: fixed layout, long sequences", "[gpu][prefill]") {
+  run({"fixed B2 T1000 H12 fp32 in place", fixed(2, 1000, 12), GpuStateMode::inplace_fp32, false, 11});
+  run({"fixed B1 T8192 H2 bf16 in place", fixed(1, 8192, 2), GpuStateMode::inplace_bf16, false, 12});
+  run({"fixed B1 T65536 H1 fp32 in place", fixed(1, 65536, 1), GpuStateMode::inplace_fp32, false, 13});
+}
+
+TEST_CASE("gpu prefill: gate extremes at lower_bound -5", "[gpu][prefill]") {
+  run({"g=-8 fixed B1 T2048 H2", fixed(1, 2048, 2, GateDistribution::all_minus_8), GpuStateMode::inplace_bf16, false,
+       21});
+  run({"g=+8 fixed B1 T2048 H2", fixed(1, 2048, 2, GateDistribution::all_plus_8), GpuStateMode::inplace_fp32, false,
+       22});
+  run({"dt_bias U[-8,8] fixed B1 T2048 H2", fixed(1, 2048, 2, GateDistribution::bias_uniform_8),
+       GpuStateMode::inplace_bf16, false, 23});
+}
+
+TEST_CASE("gpu prefill: packed layout with tiny and zero-length sequences", "[gpu][prefill]") {
+  std::mt19937_64 rng(31);
+  std::vector<std::int64_t> lengths;
+  for (int i = 0; i < 64; ++i) {
+    const int kind = static_cast<int>(rng() % 4);
+    lengths.push_back(kind == 0 ? 0 : kind == 1 ? 1 + static_cast<std::int64_t>(rng() % 4)
+                                                : 1 + static_cast<std::int64_t>(rng() % 70));
+  }
+  run({"packed 64 seqs (0..70 tokens) H2 bf16 int32", packed(lengths, 2), GpuStateMode::inplace_bf16, true, 31});
+  run({"packed 64 seqs (0..70 tokens) H12 fp32 int64", packed(lengths, 12), GpuStateMode::inplace_fp32, false, 32});
+  run({"packed 64 seqs final bf16", packed(lengths, 2), GpuStateMode::final_bf16, false, 33});
+  run({"packed [1300,547,2048,963,271,3063] H4 no state", packed({1300, 547, 2048, 963, 271, 3063}, 4),
+       GpuStateMode::none, true, 34});
+  run({"packed [17,33,65,300,1000] H4 bf16", packed({17, 33, 65, 300, 1000}, 4), GpuStateMode::inplace_bf16, false,
+       35});
+  run({"packed [0,1,2,3,4,0] H96 fp32", packed({0, 1, 2, 3, 4, 0}, 96), GpuStateMode::inplace_fp32, true, 36});
+}
+
+TEST_CASE("gpu prefill: strided beta", "[gpu][prefill]") {
+  ProblemSpec s = fixed(2, 100, 3);
+  s.beta_row_stride = 8;
+  run({"fixed B2 T100 H3 beta row stride 8", s, GpuStateMode::inplace_bf16, false, 41});
+}
