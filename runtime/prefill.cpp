@@ -23,13 +23,10 @@ std::optional<int> pointer_device(const void* p) {
   int ordinal = -1;
   const CUresult r = runtime::driver_api().cuPointerGetAttribute(
       &ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, reinterpret_cast<CUdeviceptr>(p));
+  // Unregistered host memory has no device ordinal (the query fails); pinned
+  // or managed memory reports the device that can access it, which the
+  // kernels can read.
   if (r != CUDA_SUCCESS || ordinal < 0) {
-    return std::nullopt;
-  }
-  unsigned memory_type = 0;
-  if (runtime::driver_api().cuPointerGetAttribute(&memory_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                                  reinterpret_cast<CUdeviceptr>(p)) != CUDA_SUCCESS ||
-      memory_type != CU_MEMORYTYPE_DEVICE) {
     return std::nullopt;
   }
   return ordinal;

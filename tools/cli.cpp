@@ -24,6 +24,23 @@ usage:
       Print the CUDA source generated for a schedule (a shipped name or a
       file), target and shape key; with --plan, the entry points and launch
       geometry instead.
+  kdajit compile (--schedule S... | --all) [--target T]... [--state bf16|fp32] [--layout fixed|packed] [--json]
+      Fill the kernel cache: compile (or find) each schedule for its targets
+      (or the given ones) and one shape key. --all: every shipped schedule with
+      a code generator. Prints each entry's key, time and resources.
+  kdajit cache ls [--json]
+      List the kernel cache's entries (key, schedule, target, shape, size,
+      compile time, registers and spills per entry point).
+  kdajit route [--cc X.Y [--sms N] [--nvrtc X.Y]] [--layout L] [--state D] [--heads H] [--schedule S]
+      Explain which shipped schedule and target a call gets, on the current
+      GPU or on a simulated device.
+  kdajit verify [--seqlens a,b,...] [--heads H] [--state bf16|fp32] [--seed N] [--json]
+      Run one random packed prefill on the GPU and check it against the CPU
+      fp64 reference with the tolerances of spec section 8.
+  kdajit bench [--cases a,b] [--iters N] [--warmup N] [--cold] [--json]
+      Time recurrent_kda_prefill on the peers' workloads (GPU needed): median
+      of N calls after warm-up, CUDA events, bf16 state updated in place; ms,
+      GB/s, ratio to the memory floor and to FlashKDA and FLA on the H200.
   kdajit --help | help        this text
   kdajit --version            the version
 
@@ -34,6 +51,11 @@ exit codes:
   1   a schedule failed to parse, validate or lower
   2   bad command line (unknown command or option, missing value, unknown target)
   3   an input file cannot be read
+  4   NVRTC or the CUDA driver failed
+  5   cache I/O failed
+  6   a bad call argument (tensor shapes, dtypes, lower_bound, ...)
+  7   the command needs a GPU and none is usable
+  8   verify: the GPU result is outside the tolerances
   70  internal error (a bug in kdajit)
 )";
 
@@ -45,6 +67,25 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (args[0] == "--version") {
     out << "kdajit " << KDAJIT_VERSION << "\n";
     return k_exit_ok;
+  }
+  if (args[0] == "compile") {
+    return compile_command(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
+  }
+  if (args[0] == "route") {
+    return route_command(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
+  }
+  if (args[0] == "cache") {
+    const std::string sub = args.size() > 1 ? args[1] : "";
+    if (sub == "ls") {
+      return cache_ls_command(std::vector<std::string>(args.begin() + 2, args.end()), out, err);
+    }
+    throw UsageError(sub.empty() ? "'cache' needs a subcommand: ls" : "unknown subcommand 'cache " + sub + "'");
+  }
+  if (args[0] == "verify") {
+    return verify_command(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
+  }
+  if (args[0] == "bench") {
+    return bench_command(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   }
   if (args[0] == "emit") {
     return emit_command(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
@@ -79,6 +120,18 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   } catch (const InputError& e) {
     err << "kdajit: " << e.what() << "\n";
     return k_exit_io;
+  } catch (const TensorError& e) {
+    err << "kdajit: " << e.what() << "\n";
+    return k_exit_tensor;
+  } catch (const ScheduleError& e) {
+    err << "kdajit: " << e.what() << "\n";
+    return k_exit_invalid_schedule;
+  } catch (const ToolchainError& e) {
+    err << "kdajit: " << e.what() << "\n";
+    return k_exit_toolchain;
+  } catch (const CacheError& e) {
+    err << "kdajit: " << e.what() << "\n";
+    return k_exit_cache;
   } catch (const InternalError& e) {
     err << "kdajit: " << e.what() << "\n";
     return k_exit_internal;

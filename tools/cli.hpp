@@ -17,6 +17,11 @@ std::string usage_text();
 
 // One function per subcommand (one source file each).
 int schedule_check_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int compile_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int cache_ls_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int route_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int verify_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int bench_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int emit_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int schedule_explain_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 

@@ -1,0 +1,32 @@
+/// \file
+/// The workloads `kdajit bench` times: the cases of
+/// ../shared/bench/peers-h200.md with the peers' numbers measured on the H200
+/// (2026-11-29; FlashKDA 1ce47ea, FLA 0.5.2; same buffers every call, 20
+/// warm-up calls, median of 100, bf16 state given and updated in place).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kda::tools {
+
+struct BenchWorkload {
+  std::string name;
+  int heads = 0;
+  std::vector<std::int64_t> seqlens; ///< one entry: fixed layout B = 1; several: packed
+  double flashkda_ms = 0.0;          ///< peers on the H200, same settings
+  double fla_ms = 0.0;
+  bool standard = false;             ///< one of the six standard workloads
+};
+
+const std::vector<BenchWorkload>& bench_workloads();
+
+/// Fewest bytes a prefill must move: q, k, v, g, beta read once, out written
+/// once (1,282 B per token and head), bf16 state read and written once
+/// (64 KiB per sequence and head), A_log and dt_bias.
+std::int64_t minimal_bytes(const BenchWorkload& w);
+
+inline constexpr double k_h200_copy_bandwidth = 4.3e12; ///< bytes/s, peers-h200.md's memory floor
+
+} // namespace kda::tools

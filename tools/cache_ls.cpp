@@ -1,0 +1,64 @@
+// kdajit cache ls [--json]: the entries of the kernel cache directory.
+#include "cache/list_entries.hpp"
+#include "runtime/kernel_registry.hpp"
+#include "tools/args.hpp"
+#include "tools/cli.hpp"
+#include "tools/exit_codes.hpp"
+
+#include <fmt/format.h>
+
+#include <ostream>
+
+namespace kda::tools {
+
+int cache_ls_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  (void)err;
+  const ParsedArgs parsed = parse_args(args, {"--json"}, {});
+  if (!parsed.positional.empty()) {
+    throw UsageError("unexpected argument '" + parsed.positional.front() + "'");
+  }
+  const cache::CacheConfig& config = KernelRegistry::instance().disk_cache().config();
+  if (!config.root) {
+    out << "the kernel cache is memory-only: " << config.memory_only_warning << "\n";
+    return k_exit_ok;
+  }
+  const std::vector<cache::ListedEntry> entries = cache::list_entries(*config.root);
+  nlohmann::json listed = nlohmann::json::array();
+  if (!parsed.has("--json")) {
+    out << fmt::format("cache {}: {} entr{}\n", *config.root, entries.size(), entries.size() == 1 ? "y" : "ies");
+    out << fmt::format("{:<16}  {:<16} {:<8} {:<34} {:>9} {:>10}  {}\n", "key", "schedule", "target", "shape", "bytes",
+                       "compile ms", "entry points (registers, spills)");
+  }
+  for (const cache::ListedEntry& e : entries) {
+    if (!e.manifest) {
+      out << fmt::format("{}: unreadable manifest ({})\n", e.dir, e.problem);
+      listed.push_back({{"dir", e.dir}, {"problem", e.problem}});
+      continue;
+    }
+    const cache::Manifest& m = *e.manifest;
+    std::string eps;
+    for (const cache::EntryPoint& ep : m.entry_points) {
+      eps += fmt::format("{}{} ({}, {})", eps.empty() ? "" : ", ", ep.name, ep.resources.value("registers", 0),
+                         ep.resources.value("spill_store_bytes", 0));
+    }
+    const std::string schedule = m.launch.value("schedule", std::string("?"));
+    if (!parsed.has("--json")) {
+      out << fmt::format("{:<16}  {:<16} {:<8} {:<34} {:>9} {:>10.0f}  {}\n", m.key.substr(0, 16), schedule,
+                         m.key_fields.target, m.key_fields.shape_key, e.bytes_on_disk, m.compile_ms, eps);
+    }
+    listed.push_back({{"key", m.key},
+                      {"schedule", schedule},
+                      {"target", m.key_fields.target},
+                      {"shape", m.key_fields.shape_key},
+                      {"bytes", e.bytes_on_disk},
+                      {"compile_ms", m.compile_ms},
+                      {"producer", cache::producer_name(m.producer)},
+                      {"dir", e.dir}});
+  }
+  if (parsed.has("--json")) {
+    out << nlohmann::json{{"root", *config.root}, {"entries", listed}}.dump(2) << "\n";
+  }
+  return k_exit_ok;
+}
+
+} // namespace kda::tools

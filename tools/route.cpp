@@ -1,0 +1,73 @@
+// kdajit route [--cc X.Y --sms N] [--layout fixed|packed] [--state bf16|fp32]
+//              [--heads H] [--schedule S] [--nvrtc X.Y]
+// Explains which shipped schedule and target a call would get: on a simulated
+// device (--cc, --sms) or on the GPU of the current context.
+#include "compiler/schedule_library.hpp"
+#include "runtime/cuda_driver.hpp"
+#include "runtime/device_info.hpp"
+#include "runtime/router.hpp"
+#include "tools/args.hpp"
+#include "tools/cli.hpp"
+#include "tools/exit_codes.hpp"
+#include "tools/shape_options.hpp"
+
+#include <fmt/format.h>
+
+#include <ostream>
+
+namespace kda::tools {
+namespace {
+
+std::pair<int, int> parse_version(const std::string& text, const char* option) {
+  const auto dot = text.find('.');
+  try {
+    if (dot == std::string::npos) {
+      throw std::invalid_argument(text);
+    }
+    return {std::stoi(text.substr(0, dot)), std::stoi(text.substr(dot + 1))};
+  } catch (const std::exception&) {
+    throw UsageError(fmt::format("{} takes MAJOR.MINOR, got '{}'", option, text));
+  }
+}
+
+} // namespace
+
+int route_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  std::set<std::string> options = shape_option_names();
+  options.insert({"--cc", "--sms", "--heads", "--schedule", "--nvrtc"});
+  const ParsedArgs parsed = parse_args(args, {}, options);
+  DeviceDescription device;
+  if (const std::optional<std::string> cc = parsed.option("--cc")) {
+    std::tie(device.cc_major, device.cc_minor) = parse_version(*cc, "--cc");
+    device.sm_count = std::stoi(parsed.option("--sms").value_or("132"));
+  } else if (runtime::driver_status().available) {
+    const runtime::DeviceInfo info = runtime::current_device_info();
+    device.cc_major = info.cc_major;
+    device.cc_minor = info.cc_minor;
+    device.sm_count = info.sm_count;
+    out << info.to_string() << "\n";
+  } else {
+    err << "kdajit route: no GPU (" << runtime::driver_status().to_string() << "); give --cc X.Y to simulate one\n";
+    return k_exit_usage;
+  }
+  if (const std::optional<std::string> v = parsed.option("--nvrtc")) {
+    std::tie(device.nvrtc_major, device.nvrtc_minor) = parse_version(*v, "--nvrtc");
+  }
+  const ShapeKey shape = shape_from_options(parsed);
+  ProblemShape problem;
+  problem.layout = shape.layout;
+  problem.state_dtype = shape.state_dtype;
+  problem.state_in = true;
+  problem.state_out = true;
+  problem.heads = std::stoi(parsed.option("--heads").value_or("64"));
+  RouteRequest request;
+  request.schedule = parsed.option("--schedule");
+  const RouteDecision d = route(shipped_schedules(), device, problem, request);
+  out << fmt::format("CC {}.{}, {} SMs, NVRTC {}.{}; {} layout, {} state, {} heads\n", device.cc_major,
+                     device.cc_minor, device.sm_count, device.nvrtc_major, device.nvrtc_minor, to_string(problem.layout),
+                     to_string(problem.state_dtype), problem.heads)
+      << d.explanation << "\n";
+  return k_exit_ok;
+}
+
+} // namespace kda::tools
