@@ -16,11 +16,20 @@ namespace {
 
 thread_local std::string t_last_error;
 
-kda::TensorRef to_tensor(const kda_tensor& t) {
+kda::TensorRef to_tensor(const char* name, const kda_tensor& t) {
   kda::TensorRef r;
   r.data = t.data;
+  if (t.data == nullptr) {
+    return r;
+  }
+  if (t.dtype < KDA_BF16 || t.dtype > KDA_INT64) {
+    throw kda::TensorError(name, "unknown dtype " + std::to_string(static_cast<int>(t.dtype)));
+  }
+  if (t.rank < 0 || t.rank > 4) {
+    throw kda::TensorError(name, "rank " + std::to_string(t.rank) + " is outside 0..4");
+  }
   r.dtype = static_cast<kda::ElementType>(t.dtype);
-  const int rank = t.rank < 0 ? 0 : (t.rank > 4 ? 4 : t.rank);
+  const int rank = t.rank;
   bool strided = false;
   for (int i = 0; i < rank; ++i) {
     r.shape.push_back(t.shape[i]);
@@ -94,20 +103,20 @@ kda_status kda_recurrent_prefill(const kda_prefill_args* args, void** out_ptr, v
       throw kda::TensorError("final_state_buffer", "is NULL but kdajit must allocate the final state");
     }
     kda::PrefillArgs a;
-    a.q = to_tensor(args->q);
-    a.k = to_tensor(args->k);
-    a.v = to_tensor(args->v);
-    a.g = to_tensor(args->g);
-    a.beta = to_tensor(args->beta);
-    a.a_log = to_tensor(args->a_log);
-    a.dt_bias = to_tensor(args->dt_bias);
+    a.q = to_tensor("q", args->q);
+    a.k = to_tensor("k", args->k);
+    a.v = to_tensor("v", args->v);
+    a.g = to_tensor("g", args->g);
+    a.beta = to_tensor("beta", args->beta);
+    a.a_log = to_tensor("A_log", args->a_log);
+    a.dt_bias = to_tensor("dt_bias", args->dt_bias);
     a.scale = args->scale;
     a.lower_bound = args->lower_bound;
-    a.initial_state = to_tensor(args->initial_state);
+    a.initial_state = to_tensor("initial_state", args->initial_state);
     a.output_final_state = args->output_final_state != 0;
-    a.cu_seqlens = to_tensor(args->cu_seqlens);
-    a.out = to_tensor(args->out);
-    a.final_state = to_tensor(args->final_state);
+    a.cu_seqlens = to_tensor("cu_seqlens", args->cu_seqlens);
+    a.out = to_tensor("out", args->out);
+    a.final_state = to_tensor("final_state", args->final_state);
     a.stream = args->stream;
     kda::PrefillOptions options;
     if (args->schedule != nullptr) {

@@ -56,6 +56,15 @@ void require_aligned(const char* name, const TensorRef& t) {
   }
 }
 
+// Scalar loads need at least element alignment.
+void require_element_aligned(const char* name, const TensorRef& t) {
+  const std::int64_t size = element_size(t.dtype);
+  if (t.begin_address() % static_cast<std::uintptr_t>(size) != 0) {
+    throw TensorError(name, fmt::format("data pointer {:#x} is not aligned to its {}-byte elements", t.begin_address(),
+                                        size));
+  }
+}
+
 void require_device(const char* name, const TensorRef& t, int device, const PointerDevice& pointer_device) {
   const std::optional<int> d = pointer_device(t.data);
   if (!d) {
@@ -123,6 +132,7 @@ void check_beta_and_gate_params(const PrefillArgs& a, ProblemShape& p) {
     throw TensorError("beta", fmt::format("batch stride {} must be T x token stride = {} (token rows evenly spaced)",
                                           s[0], s[1] * p.seq_len));
   }
+  require_element_aligned("beta", a.beta);
   p.beta_token_stride = p.seq_len > 1 ? s[1] : p.heads;
   if (!a.a_log.defined()) {
     throw TensorError("A_log", "is required");
@@ -130,6 +140,7 @@ void check_beta_and_gate_params(const PrefillArgs& a, ProblemShape& p) {
   require_dtype("A_log", a.a_log, {ElementType::fp32});
   require_shape("A_log", a.a_log, {p.heads});
   require_contiguous("A_log", a.a_log);
+  require_element_aligned("A_log", a.a_log);
   if (!a.dt_bias.defined()) {
     throw TensorError("dt_bias", "is required");
   }
@@ -140,6 +151,7 @@ void check_beta_and_gate_params(const PrefillArgs& a, ProblemShape& p) {
                                              p.heads * k_head_dim, shape_string(a.dt_bias.shape)));
   }
   require_contiguous("dt_bias", a.dt_bias);
+  require_element_aligned("dt_bias", a.dt_bias);
   if (!std::isfinite(a.scale)) {
     throw TensorError("scale", fmt::format("must be finite, got {}", a.scale));
   }
@@ -162,6 +174,7 @@ void check_layout(const PrefillArgs& a, ProblemShape& p) {
                                                 shape_string(a.cu_seqlens.shape)));
   }
   require_contiguous("cu_seqlens", a.cu_seqlens);
+  require_element_aligned("cu_seqlens", a.cu_seqlens);
   if (p.batch != 1) {
     throw TensorError("q", fmt::format("packed input (cu_seqlens given) needs B = 1, got B = {}", p.batch));
   }
@@ -207,6 +220,12 @@ void check_outputs(const PrefillArgs& a) {
                                      {"g", &a.g},         {"beta", &a.beta},     {"A_log", &a.a_log},
                                      {"dt_bias", &a.dt_bias}, {"initial_state", &a.initial_state},
                                      {"cu_seqlens", &a.cu_seqlens}};
+  if (a.initial_state.defined()) {
+    // Updated in place: an output that must not share bytes with any input.
+    std::vector<Named> read_only = inputs;
+    std::erase_if(read_only, [](const Named& n) { return std::string(n.name) == "initial_state"; });
+    require_no_overlap({"initial_state", &a.initial_state}, read_only);
+  }
   if (a.out.defined()) {
     require_dtype("out", a.out, {ElementType::bf16});
     require_shape("out", a.out, a.v.shape);

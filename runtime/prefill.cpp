@@ -8,6 +8,7 @@
 #include "runtime/cuda_driver.hpp"
 #include "runtime/device_info.hpp"
 #include "runtime/kernel_registry.hpp"
+#include "runtime/nvrtc_compiler.hpp"
 #include "runtime/router.hpp"
 #include "runtime/stream_workspace.hpp"
 
@@ -51,6 +52,9 @@ DeviceDescription describe_current_device(int& ordinal) {
     d.cc_major = info.cc_major;
     d.cc_minor = info.cc_minor;
     d.sm_count = info.sm_count;
+    const runtime::NvrtcVersion nvrtc = runtime::NvrtcCompiler().version();
+    d.nvrtc_major = nvrtc.major;
+    d.nvrtc_minor = nvrtc.minor;
     it = known.emplace(device, std::make_pair(info.ordinal, d)).first;
   }
   ordinal = it->second.first;
@@ -61,8 +65,9 @@ DeviceDescription describe_current_device(int& ordinal) {
 RouteDecision route_memo(const DeviceDescription& d, const ProblemShape& p, const PrefillOptions& options) {
   static std::mutex mutex;
   static std::map<std::string, RouteDecision> memo;
-  const std::string key = fmt::format("{}.{}/{}/{}/{}/{}/{}", d.cc_major, d.cc_minor, d.sm_count, to_string(p.layout),
-                                      to_string(p.state_dtype), p.heads, options.schedule.value_or(""));
+  const std::string key = fmt::format("{}.{}/{}/{}.{}/{}/{}/{}/{}/{}", d.cc_major, d.cc_minor, d.sm_count, d.nvrtc_major,
+                                      d.nvrtc_minor, to_string(p.layout), to_string(p.state_dtype),
+                                      p.state_in || p.state_out, p.heads, options.schedule.value_or(""));
   std::lock_guard lock(mutex);
   auto it = memo.find(key);
   if (it == memo.end()) {

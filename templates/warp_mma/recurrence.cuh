@@ -1,8 +1,9 @@
 // kdajit fragment: warp_mma/recurrence
 // The serial chunk-to-chunk recurrence of one (sequence, head) (spec section
-// 2.3): 4 warps, warp w owns value rows 32w..32w+31 of the fp32 state, held in
-// registers as m16n8k16 accumulator fragments (state[mt][nt]: rows
-// 32w + 16mt + {g, g+8}, key columns 8nt + 2t + {0, 1}). Accumulator fragments
+// 2.3): W warps (THREADS / 32), warp w owns ROWS = 128 / W value rows
+// (MT = ROWS / 16 row tiles) of the fp32 state, held in registers as m16n8k16
+// accumulator fragments (state[mt][nt]: rows ROWS w + 16 mt + {g, g+8}, key
+// columns 8 nt + 2t + {0, 1}). Accumulator fragments
 // of two adjacent n8 tiles are exactly an A fragment once packed to bf16, so
 // S, Delta^T and U^T feed the next product without leaving registers.
 // Per chunk (records streamed through a STAGES-slot cp.async ring):
@@ -68,14 +69,6 @@ __device__ __forceinline__ void load_chunk_async(const kda_plan::KdaParams& p, c
   copy_rows_async(s.v, 2 * R::V_PITCH, v_src, token_pitch, C, 2 * D, valid);
 }
 
-__device__ __forceinline__ u32 lds_u32(const u8* base, int element, int pitch, int row) {
-  return *reinterpret_cast<const u32*>(base + 2 * (row * pitch + element));
-}
-
-__device__ __forceinline__ float lds_bf16(const u8* base, int element, int pitch, int row) {
-  return bf16_bits_to_float(*reinterpret_cast<const u16*>(base + 2 * (row * pitch + element)));
-}
-
 // A fragment (16 rows x 16 k) from two adjacent fp32 accumulator tiles.
 __device__ __forceinline__ void pack_a(const float (&lo)[4], const float (&hi)[4], u32 (&a)[4]) {
   a[0] = pack_bf16x2(lo[0], lo[1]);
@@ -84,19 +77,30 @@ __device__ __forceinline__ void pack_a(const float (&lo)[4], const float (&hi)[4
   a[3] = pack_bf16x2(hi[2], hi[3]);
 }
 
-__device__ __forceinline__ void load_state(const kda_plan::KdaParams& p, int n, int h, float (&state)[2][16][4]) {
+constexpr int recurrence_warps() {
+  return kda_plan::recurrence::THREADS / 32;
+}
+constexpr int rows_per_warp() {
+  return kda_plan::HEAD_DIM / recurrence_warps();
+}
+constexpr int row_tiles() {
+  return rows_per_warp() / 16;
+}
+
+__device__ __forceinline__ void load_state(const kda_plan::KdaParams& p, int n, int h,
+                                           float (&state)[row_tiles()][16][4]) {
   constexpr int D = kda_plan::HEAD_DIM;
   const int warp = threadIdx.x >> 5;
   const int g = (threadIdx.x & 31) >> 2;
   const int t = threadIdx.x & 3;
   const i64 base = (static_cast<i64>(n) * p.heads + h) * D * D;
 #pragma unroll
-  for (int mt = 0; mt < 2; ++mt) {
+  for (int mt = 0; mt < row_tiles(); ++mt) {
 #pragma unroll
     for (int nt = 0; nt < 16; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int row = 32 * warp + 16 * mt + g + 8 * (e >> 1);
+        const int row = rows_per_warp() * warp + 16 * mt + g + 8 * (e >> 1);
         const int col = 8 * nt + 2 * t + (e & 1);
         float x = 0.0f;
         if (p.state_in != nullptr) {
@@ -112,19 +116,20 @@ __device__ __forceinline__ void load_state(const kda_plan::KdaParams& p, int n, 
   }
 }
 
-__device__ __forceinline__ void store_state(const kda_plan::KdaParams& p, int n, int h, const float (&state)[2][16][4]) {
+__device__ __forceinline__ void store_state(const kda_plan::KdaParams& p, int n, int h,
+                                            const float (&state)[row_tiles()][16][4]) {
   constexpr int D = kda_plan::HEAD_DIM;
   const int warp = threadIdx.x >> 5;
   const int g = (threadIdx.x & 31) >> 2;
   const int t = threadIdx.x & 3;
   const i64 base = (static_cast<i64>(n) * p.heads + h) * D * D;
 #pragma unroll
-  for (int mt = 0; mt < 2; ++mt) {
+  for (int mt = 0; mt < row_tiles(); ++mt) {
 #pragma unroll
     for (int nt = 0; nt < 16; ++nt) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int row = 32 * warp + 16 * mt + g + 8 * half;
+        const int row = rows_per_warp() * warp + 16 * mt + g + 8 * half;
         const int col = 8 * nt + 2 * t;
         const float x0 = state[mt][nt][2 * half];
         const float x1 = state[mt][nt][2 * half + 1];
@@ -146,7 +151,8 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
   constexpr int C = kda_plan::CHUNK_SIZE;
   constexpr int D = kda_plan::HEAD_DIM;
   constexpr int S = R::STAGES;
-  static_assert(C == 16 && D == 128 && R::THREADS == 128, "warp_mma recurrence: chunk 16, 4 warps x 32 rows");
+  static_assert(C == 16 && D == 128, "warp_mma recurrence: chunk 16, head dim 128");
+  static_assert(row_tiles() >= 1 && rows_per_warp() * recurrence_warps() == D, "4 or 8 warps own the 128 value rows");
   extern __shared__ __align__(128) u8 smem[];
   const int n = blockIdx.x;
   const int h = blockIdx.y;
@@ -156,8 +162,13 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2;
   const int t = lane & 3;
+  // ldmatrix row addresses: matrix j = lane / 8, row lane % 8.
+  const int lane_row = 8 * (lane >> 4) + (lane & 7);    // rows 8 (j / 2) + r
+  const int lane_col8 = 8 * ((lane >> 3) & 1);          // columns 8 (j % 2)
+  const int lane_row_t = 8 * ((lane >> 3) & 1) + (lane & 7); // rows 8 (j % 2) + r
+  const int lane_col8_t = 8 * (lane >> 4);              // columns 8 (j / 2)
 
-  float state[2][16][4];
+  float state[row_tiles()][16][4];
   load_state(p, n, h, state);
 
   for (int c = 0; c < S - 1; ++c) {
@@ -178,10 +189,10 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
     const RecurrenceSlot s = recurrence_slot(smem, static_cast<int>(c % S));
 
     // project
-    float pt[2][2][4];
-    float ot[2][2][4];
+    float pt[row_tiles()][2][4];
+    float ot[row_tiles()][2][4];
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt) {
+    for (int mt = 0; mt < row_tiles(); ++mt) {
 #pragma unroll
       for (int nc = 0; nc < 2; ++nc) {
 #pragma unroll
@@ -193,51 +204,50 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
     }
 #pragma unroll
     for (int ks = 0; ks < D / 16; ++ks) {
-      u32 bk[2][2];
-      u32 bq[2][2];
+      // matrix j = lane / 8: rows 8 (j / 2) .. +7 (chunk rows c), columns
+      // 16 ks + 8 (j % 2) .. +7 (keys): bk[nc][0..1] = b0b1, b2b3 of tile nc.
+      u32 bk[4];
+      u32 bq[4];
+      ldmatrix_x4(bk, s.kd + 2 * (lane_row * R::KD_PITCH + 16 * ks + lane_col8));
+      ldmatrix_x4(bq, s.qd + 2 * (lane_row * R::QD_PITCH + 16 * ks + lane_col8));
 #pragma unroll
-      for (int nc = 0; nc < 2; ++nc) {
-        bk[nc][0] = lds_u32(s.kd, 16 * ks + 2 * t, R::KD_PITCH, 8 * nc + g);
-        bk[nc][1] = lds_u32(s.kd, 16 * ks + 2 * t + 8, R::KD_PITCH, 8 * nc + g);
-        bq[nc][0] = lds_u32(s.qd, 16 * ks + 2 * t, R::QD_PITCH, 8 * nc + g);
-        bq[nc][1] = lds_u32(s.qd, 16 * ks + 2 * t + 8, R::QD_PITCH, 8 * nc + g);
-      }
-#pragma unroll
-      for (int mt = 0; mt < 2; ++mt) {
+      for (int mt = 0; mt < row_tiles(); ++mt) {
         u32 a[4];
         pack_a(state[mt][2 * ks], state[mt][2 * ks + 1], a);
 #pragma unroll
         for (int nc = 0; nc < 2; ++nc) {
-          mma_bf16_16816(pt[mt][nc], a, bk[nc][0], bk[nc][1]);
-          mma_bf16_16816(ot[mt][nc], a, bq[nc][0], bq[nc][1]);
+          mma_bf16_16816(pt[mt][nc], a, bk[2 * nc], bk[2 * nc + 1]);
+          mma_bf16_16816(ot[mt][nc], a, bq[2 * nc], bq[2 * nc + 1]);
         }
       }
     }
 
     // residual: Delta^T[v][c] = beta_c (V[c][v] - P^T[v][c]); reuse pt
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt) {
+    for (int mt = 0; mt < row_tiles(); ++mt) {
+      // matrix j: chunk rows c = 8 (j / 2) .. +7, value columns
+      // ROWS warp + 16 mt + 8 (j % 2) .. +7, transposed: V[c][v] pairs along c.
+      u32 vt[4];
+      ldmatrix_x4_trans(vt, s.v + 2 * (lane_row * R::V_PITCH + rows_per_warp() * warp + 16 * mt + lane_col8));
 #pragma unroll
       for (int nc = 0; nc < 2; ++nc) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int row = 32 * warp + 16 * mt + g + 8 * (e >> 1);
-          const int col = 8 * nc + 2 * t + (e & 1);
-          pt[mt][nc][e] = s.beta[col] * (lds_bf16(s.v, row, R::V_PITCH, col) - pt[mt][nc][e]);
+        for (int half = 0; half < 2; ++half) {
+          const u32 pair = vt[2 * nc + half];
+          const int col = 8 * nc + 2 * t;
+          pt[mt][nc][2 * half] = s.beta[col] * (bf16_bits_to_float(static_cast<u16>(pair & 0xffffu)) - pt[mt][nc][2 * half]);
+          pt[mt][nc][2 * half + 1] =
+              s.beta[col + 1] * (bf16_bits_to_float(static_cast<u16>(pair >> 16)) - pt[mt][nc][2 * half + 1]);
         }
       }
     }
 
     // solve: U^T = Delta^T T^T
-    u32 bt[2][2];
+    u32 bt[4];
+    ldmatrix_x4(bt, s.tinv + 2 * (lane_row * R::TINV_PITCH + lane_col8));
+    u32 ua[row_tiles()][4];
 #pragma unroll
-    for (int ni = 0; ni < 2; ++ni) {
-      bt[ni][0] = lds_u32(s.tinv, 2 * t, R::TINV_PITCH, 8 * ni + g);
-      bt[ni][1] = lds_u32(s.tinv, 2 * t + 8, R::TINV_PITCH, 8 * ni + g);
-    }
-    u32 ua[2][4];
-#pragma unroll
-    for (int mt = 0; mt < 2; ++mt) {
+    for (int mt = 0; mt < row_tiles(); ++mt) {
       u32 a[4];
       pack_a(pt[mt][0], pt[mt][1], a);
       float ut[2][4];
@@ -247,49 +257,52 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
         for (int e = 0; e < 4; ++e) {
           ut[ni][e] = 0.0f;
         }
-        mma_bf16_16816(ut[ni], a, bt[ni][0], bt[ni][1]);
+        mma_bf16_16816(ut[ni], a, bt[2 * ni], bt[2 * ni + 1]);
       }
       pack_a(ut[0], ut[1], ua[mt]);
     }
 
     // update: O^T += U^T Mqk^T
+    u32 bm[4];
+    ldmatrix_x4(bm, s.mqk + 2 * (lane_row * R::MQK_PITCH + lane_col8));
 #pragma unroll
     for (int nc = 0; nc < 2; ++nc) {
-      const u32 b0 = lds_u32(s.mqk, 2 * t, R::MQK_PITCH, 8 * nc + g);
-      const u32 b1 = lds_u32(s.mqk, 2 * t + 8, R::MQK_PITCH, 8 * nc + g);
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt) {
-        mma_bf16_16816(ot[mt][nc], ua[mt], b0, b1);
+      for (int mt = 0; mt < row_tiles(); ++mt) {
+        mma_bf16_16816(ot[mt][nc], ua[mt], bm[2 * nc], bm[2 * nc + 1]);
       }
     }
     // update: S = S diag(gamma) + U^T Kr
 #pragma unroll
-    for (int nt = 0; nt < 16; ++nt) {
-      const int col = 8 * nt + g;
-      const u32 b0 = pack_bits(*reinterpret_cast<const u16*>(s.kr + 2 * ((2 * t) * R::KR_PITCH + col)),
-                               *reinterpret_cast<const u16*>(s.kr + 2 * ((2 * t + 1) * R::KR_PITCH + col)));
-      const u32 b1 = pack_bits(*reinterpret_cast<const u16*>(s.kr + 2 * ((2 * t + 8) * R::KR_PITCH + col)),
-                               *reinterpret_cast<const u16*>(s.kr + 2 * ((2 * t + 9) * R::KR_PITCH + col)));
-      const float g0 = s.gamma[8 * nt + 2 * t];
-      const float g1 = s.gamma[8 * nt + 2 * t + 1];
+    for (int np = 0; np < 8; ++np) {
+      // matrix j: chunk rows i = 8 (j % 2) .. +7, key columns 8 (2 np + j / 2)
+      // .. +7, transposed: kb[2h] = b0b1, kb[2h+1] = b2b3 of tile 2 np + h.
+      u32 kb[4];
+      ldmatrix_x4_trans(kb, s.kr + 2 * (lane_row_t * R::KR_PITCH + 16 * np + lane_col8_t));
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt) {
-        state[mt][nt][0] *= g0;
-        state[mt][nt][1] *= g1;
-        state[mt][nt][2] *= g0;
-        state[mt][nt][3] *= g1;
-        mma_bf16_16816(state[mt][nt], ua[mt], b0, b1);
+      for (int h = 0; h < 2; ++h) {
+        const int nt = 2 * np + h;
+        const float g0 = s.gamma[8 * nt + 2 * t];
+        const float g1 = s.gamma[8 * nt + 2 * t + 1];
+#pragma unroll
+        for (int mt = 0; mt < row_tiles(); ++mt) {
+          state[mt][nt][0] *= g0;
+          state[mt][nt][1] *= g1;
+          state[mt][nt][2] *= g0;
+          state[mt][nt][3] *= g1;
+          mma_bf16_16816(state[mt][nt], ua[mt], kb[2 * h], kb[2 * h + 1]);
+        }
       }
     }
 
     // store: O[c][v] through SMEM
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt) {
+    for (int mt = 0; mt < row_tiles(); ++mt) {
 #pragma unroll
       for (int nc = 0; nc < 2; ++nc) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int row = 32 * warp + 16 * mt + g + 8 * (e >> 1);
+          const int row = rows_per_warp() * warp + 16 * mt + g + 8 * (e >> 1);
           const int col = 8 * nc + 2 * t + (e & 1);
           reinterpret_cast<u16*>(out_s)[col * R::OUT_PITCH + row] = float_to_bf16_bits(ot[mt][nc][e]);
         }

@@ -1,0 +1,172 @@
+// pack_args against the plan's argument ABI (plan_arg_abi): every field's
+// bytes at its offset; a missing or wrong-typed value is an InternalError.
+#include "compiler/errors.hpp"
+#include "compiler/lower/passes.hpp"
+#include "runtime/arg_pack.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <set>
+
+using namespace kda;
+using Catch::Contains;
+
+namespace {
+
+// A distinct value of the right type for every field of `abi`.
+ArgValues values_for(const ArgAbi& abi) {
+  ArgValues v;
+  std::uintptr_t n = 1;
+  for (const ArgField& f : abi.fields) {
+    switch (f.type) {
+    case ArgType::pointer:
+      v.set(f.name, reinterpret_cast<const void*>(0x7000'0000'0000 + n * 0x1010));
+      break;
+    case ArgType::i64:
+      v.set(f.name, static_cast<std::int64_t>(0x0102'0304'0506'0708) + static_cast<std::int64_t>(n));
+      break;
+    case ArgType::i32:
+      v.set(f.name, static_cast<std::int32_t>(-1000 - static_cast<std::int32_t>(n)));
+      break;
+    case ArgType::f32:
+      v.set(f.name, 0.25f * static_cast<float>(n));
+      break;
+    }
+    ++n;
+  }
+  return v;
+}
+
+template <typename T>
+T read_at(const std::vector<std::uint8_t>& bytes, std::int64_t offset) {
+  REQUIRE(offset + static_cast<std::int64_t>(sizeof(T)) <= static_cast<std::int64_t>(bytes.size()));
+  T t{};
+  std::memcpy(&t, bytes.data() + offset, sizeof(T));
+  return t;
+}
+
+} // namespace
+
+TEST_CASE("arg pack: the ABI is naturally aligned and every field is distinct", "[runtime][arg_pack]") {
+  const ArgAbi abi = plan_arg_abi();
+  REQUIRE_FALSE(abi.fields.empty());
+  std::set<std::string> names;
+  std::int64_t end = 0;
+  for (const ArgField& f : abi.fields) {
+    INFO(f.name);
+    CHECK(names.insert(f.name).second);
+    CHECK(f.size == (f.type == ArgType::i32 || f.type == ArgType::f32 ? 4 : 8));
+    CHECK(f.offset % f.size == 0);
+    CHECK(f.offset >= end); // declaration order, no overlap
+    end = f.offset + f.size;
+  }
+  CHECK(abi.size >= end);
+  CHECK(abi.size % abi.alignment == 0);
+  for (const char* name : {"q", "k", "v", "g", "beta", "a_log", "dt_bias", "out", "state_in", "state_out",
+                           "cu_seqlens", "chunk_offsets", "workspace", "beta_token_stride", "seq_len", "total_tokens",
+                           "num_seqs", "heads", "offsets_i64", "scale", "gate_scale"}) {
+    CHECK(abi.find(name) != nullptr);
+  }
+  CHECK(abi.find("nope") == nullptr);
+}
+
+TEST_CASE("arg pack: every field is written at its offset with its bytes", "[runtime][arg_pack]") {
+  const ArgAbi abi = plan_arg_abi();
+  const ArgValues values = values_for(abi);
+  const std::vector<std::uint8_t> bytes = pack_args(abi, values);
+  REQUIRE(static_cast<std::int64_t>(bytes.size()) == abi.size);
+  std::vector<bool> covered(bytes.size(), false);
+  for (const ArgField& f : abi.fields) {
+    INFO(f.name << " at " << f.offset);
+    const ArgValue& want = *values.find(f.name);
+    switch (f.type) {
+    case ArgType::pointer:
+      CHECK(read_at<const void*>(bytes, f.offset) == std::get<const void*>(want));
+      break;
+    case ArgType::i64:
+      CHECK(read_at<std::int64_t>(bytes, f.offset) == std::get<std::int64_t>(want));
+      break;
+    case ArgType::i32:
+      CHECK(read_at<std::int32_t>(bytes, f.offset) == std::get<std::int32_t>(want));
+      break;
+    case ArgType::f32:
+      CHECK(read_at<float>(bytes, f.offset) == std::get<float>(want));
+      break;
+    }
+    for (std::int64_t i = f.offset; i < f.offset + f.size; ++i) {
+      covered[static_cast<std::size_t>(i)] = true;
+    }
+  }
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    if (!covered[i]) {
+      INFO("padding byte " << i);
+      CHECK(bytes[i] == 0);
+    }
+  }
+}
+
+TEST_CASE("arg pack: the documented layout of the parameter struct", "[runtime][arg_pack]") {
+  const ArgAbi abi = plan_arg_abi();
+  CHECK(abi.find("q")->offset == 0);
+  CHECK(abi.find("workspace")->offset == 96); // 13 pointers
+  CHECK(abi.find("beta_token_stride")->offset == 104);
+  CHECK(abi.find("total_tokens")->offset == 120);
+  CHECK(abi.find("num_seqs")->offset == 128);
+  CHECK(abi.find("offsets_i64")->offset == 136);
+  CHECK(abi.find("scale")->offset == 140);
+  CHECK(abi.find("gate_scale")->offset == 144);
+  CHECK(abi.size == 152);
+}
+
+TEST_CASE("arg pack: extra values are ignored", "[runtime][arg_pack]") {
+  const ArgAbi abi = plan_arg_abi();
+  ArgValues values = values_for(abi);
+  const std::vector<std::uint8_t> plain = pack_args(abi, values);
+  values.set("not_a_field", std::int64_t{42});
+  CHECK(pack_args(abi, values) == plain);
+}
+
+TEST_CASE("arg pack: a missing value is an InternalError naming the field", "[runtime][arg_pack]") {
+  const ArgAbi abi = plan_arg_abi();
+  for (const ArgField& missing : abi.fields) {
+    ArgValues values;
+    const ArgValues all = values_for(abi);
+    for (const ArgField& f : abi.fields) {
+      if (f.name != missing.name) {
+        values.set(f.name, *all.find(f.name));
+      }
+    }
+    INFO(missing.name);
+    CHECK_THROWS_MATCHES(pack_args(abi, values), InternalError,
+                         Catch::Matchers::Message("launcher: no value for kernel argument '" + missing.name + "'"));
+  }
+}
+
+TEST_CASE("arg pack: a wrong-typed value is an InternalError naming the field", "[runtime][arg_pack]") {
+  const ArgAbi abi = plan_arg_abi();
+  const std::vector<std::pair<std::string, ArgValue>> wrong = {
+      {"q", std::int64_t{0x1000}},                  // pointer as an integer
+      {"heads", std::int64_t{4}},                   // i32 as i64
+      {"seq_len", std::int32_t{64}},                // i64 as i32
+      {"scale", std::int32_t{1}},                   // f32 as i32
+      {"offsets_i64", 1.0f},                        // i32 as f32
+      {"gate_scale", static_cast<const void*>(nullptr)}, // f32 as a pointer
+  };
+  for (const auto& [name, value] : wrong) {
+    ArgValues values = values_for(abi);
+    values.set(name, value);
+    INFO(name);
+    CHECK_THROWS_MATCHES(pack_args(abi, values), InternalError,
+                         Catch::Matchers::Message("launcher: kernel argument '" + name +
+                                                  "' has a value of the wrong type"));
+  }
+}
+
+TEST_CASE("arg pack: a null pointer is a value", "[runtime][arg_pack]") {
+  const ArgAbi abi = plan_arg_abi();
+  ArgValues values = values_for(abi);
+  values.set("state_in", static_cast<const void*>(nullptr));
+  const std::vector<std::uint8_t> bytes = pack_args(abi, values);
+  CHECK(read_at<const void*>(bytes, abi.find("state_in")->offset) == nullptr);
+}

@@ -1,0 +1,257 @@
+// The router on simulated devices (no GPU): the target rule of architecture.md
+// ("Target choice") for the shipped schedules, and route() with its
+// explanation and refusals.
+#include "compiler/errors.hpp"
+#include "compiler/schedule_library.hpp"
+#include "compiler/validated_schedule.hpp"
+#include "fake_args.hpp"
+#include "runtime/router.hpp"
+#include "compiler/schedule_fixtures.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace kda;
+using Catch::Contains;
+
+namespace {
+
+DeviceDescription device(int cc_major, int cc_minor, int nvrtc_major = 13, int nvrtc_minor = 0) {
+  DeviceDescription d;
+  d.cc_major = cc_major;
+  d.cc_minor = cc_minor;
+  d.sm_count = 132;
+  d.nvrtc_major = nvrtc_major;
+  d.nvrtc_minor = nvrtc_minor;
+  return d;
+}
+
+const Schedule& shipped(const std::string& name) {
+  const Schedule* s = find_shipped_schedule(name);
+  REQUIRE(s != nullptr);
+  return *s;
+}
+
+std::string target_of(const Schedule& s, const DeviceDescription& d) {
+  const TargetChoice c = choose_target(s, d);
+  INFO(c.reason);
+  return c.target ? c.target->name : "none";
+}
+
+Schedule with_targets(const std::string& shipped_name, const std::vector<std::string>& targets) {
+  nlohmann::json doc = test::shipped_schedule_json(shipped_name);
+  doc["name"] = shipped_name + "_retargeted";
+  doc["targets"] = targets;
+  return parse_schedule(doc, "retargeted.json");
+}
+
+ProblemShape problem(LayoutKind layout = LayoutKind::fixed, bool state = false,
+                     StatePrecision dtype = StatePrecision::bf16, int heads = 4) {
+  ProblemShape p;
+  p.layout = layout;
+  p.batch = layout == LayoutKind::fixed ? 2 : 1;
+  p.seq_len = 64;
+  p.total_tokens = p.batch * p.seq_len;
+  p.heads = heads;
+  p.num_seqs = 2;
+  p.state_in = state;
+  p.state_out = state;
+  p.state_dtype = dtype;
+  p.beta_token_stride = heads;
+  return p;
+}
+
+std::string route_refusal(const std::vector<Schedule>& schedules, const DeviceDescription& d, const ProblemShape& p,
+                          const RouteRequest& request = {}) {
+  try {
+    const RouteDecision r = route(schedules, d, p, request);
+    return "routed to " + r.schedule->name;
+  } catch (const TensorError& e) {
+    CHECK(e.argument() == "schedule");
+    return e.what();
+  }
+}
+
+} // namespace
+
+TEST_CASE("router: the shipped schedules are the ones these tests expect", "[runtime][router]") {
+  std::vector<std::string> names;
+  for (const Schedule& s : shipped_schedules()) {
+    names.push_back(s.name);
+  }
+  CHECK(names == std::vector<std::string>{"portable_c16", "sm100_m128_c32", "sm100_m64_c32", "sm100_n16_c16",
+                                          "sm120_c32"});
+  CHECK(shipped("portable_c16").targets == std::vector<std::string>{"sm_80", "sm_90", "sm_120a"});
+}
+
+TEST_CASE("router: target choice on CC 9.0", "[runtime][router]") {
+  const DeviceDescription h200 = device(9, 0);
+  const TargetChoice c = choose_target(shipped("portable_c16"), h200);
+  REQUIRE(c.target);
+  CHECK(c.target->name == "sm_90"); // the highest plain target of major 9, not newer than 9.0
+  CHECK_THAT(c.reason, Contains("highest plain target"));
+  for (const char* name : {"sm100_m128_c32", "sm100_m64_c32", "sm100_n16_c16", "sm120_c32"}) {
+    INFO(name);
+    const TargetChoice none = choose_target(shipped(name), h200);
+    CHECK_FALSE(none.target);
+    CHECK_THAT(none.reason, Contains("no target for CC 9.0"));
+  }
+  SECTION("a schedule listing sm_90a gets sm_90a") {
+    const Schedule s = with_targets("portable_c16", {"sm_80", "sm_90", "sm_90a"});
+    const TargetChoice a = choose_target(s, h200);
+    REQUIRE(a.target);
+    CHECK(a.target->name == "sm_90a");
+    CHECK(a.target->variant == ArchVariant::arch_specific);
+    CHECK_THAT(a.reason, Contains("architecture-specific or family target for CC 9.0"));
+    CHECK(target_of(with_targets("portable_c16", {"sm_90a"}), h200) == "sm_90a");
+  }
+  SECTION("the minimal schedule (sm_90, sm_80) gets sm_90") {
+    const Schedule s = parse_schedule(test::minimal_schedule_json(), "minimal.json");
+    CHECK(target_of(s, h200) == "sm_90");
+  }
+}
+
+TEST_CASE("router: target choice on CC 10.0 and 10.3 depends on NVRTC", "[runtime][router]") {
+  for (const char* name : {"sm100_m128_c32", "sm100_m64_c32", "sm100_n16_c16"}) {
+    INFO(name);
+    const Schedule& s = shipped(name);
+    CHECK(target_of(s, device(10, 0, 13, 0)) == "sm_100f");
+    CHECK(target_of(s, device(10, 0, 12, 9)) == "sm_100f");
+    CHECK(target_of(s, device(10, 0, 12, 8)) == "sm_100a");
+    CHECK(target_of(s, device(10, 3, 13, 0)) == "sm_100f");
+    CHECK(target_of(s, device(10, 3, 12, 9)) == "sm_100f");
+    CHECK(target_of(s, device(10, 3, 12, 8)) == "sm_103a");
+  }
+  SECTION("a schedule without sm_100f falls back to sm_100a on CC 10.0, and not at all on CC 10.3") {
+    const Schedule s = with_targets("sm100_n16_c16", {"sm_100a"});
+    CHECK(target_of(s, device(10, 0, 13, 0)) == "sm_100a");
+    CHECK(target_of(s, device(10, 3, 13, 0)) == "none");
+  }
+  SECTION("portable_c16 has no CC 10 target") {
+    const TargetChoice c = choose_target(shipped("portable_c16"), device(10, 0));
+    CHECK_FALSE(c.target);
+    CHECK_THAT(c.reason, Contains("no target for CC 10.0 (it lists sm_80, sm_90, sm_120a)"));
+  }
+}
+
+TEST_CASE("router: target choice on CC 12.0 and 8.x", "[runtime][router]") {
+  CHECK(target_of(shipped("portable_c16"), device(12, 0)) == "sm_120a");
+  CHECK(target_of(shipped("sm120_c32"), device(12, 0)) == "sm_120a");
+  CHECK(target_of(shipped("sm100_m128_c32"), device(12, 0)) == "none");
+  CHECK(target_of(shipped("portable_c16"), device(8, 0)) == "sm_80");
+  CHECK(target_of(shipped("portable_c16"), device(8, 6)) == "sm_80");
+  CHECK(target_of(shipped("portable_c16"), device(8, 9)) == "sm_80");
+  CHECK(target_of(shipped("sm120_c32"), device(8, 6)) == "none");
+  SECTION("CC 12.0 never falls back to a plain sm_80 or sm_90 target") {
+    const Schedule s = parse_schedule(test::minimal_schedule_json(), "minimal.json"); // sm_90, sm_80
+    const TargetChoice c = choose_target(s, device(12, 0));
+    CHECK_FALSE(c.target);
+    CHECK_THAT(c.reason, Contains("no target for CC 12.0"));
+    CHECK(target_of(with_targets("portable_c16", {"sm_80", "sm_90"}), device(12, 0)) == "none");
+  }
+  SECTION("a device older than every target gets none") {
+    CHECK(target_of(with_targets("portable_c16", {"sm_90"}), device(8, 6)) == "none");
+  }
+}
+
+TEST_CASE("router: CC 9.0 routes a fixed bf16 call to portable_c16 on sm_90", "[runtime][router]") {
+  const RouteDecision r = route(shipped_schedules(), device(9, 0), problem(), {});
+  REQUIRE(r.schedule != nullptr);
+  CHECK(r.schedule->name == "portable_c16");
+  CHECK(r.target.name == "sm_90");
+  CHECK(r.shape == ShapeKey{128, DType::bf16, StatePrecision::bf16, LayoutKind::fixed});
+  INFO(r.explanation);
+  CHECK_THAT(r.explanation, Contains("portable_c16: eligible on sm_90"));
+  for (const char* name : {"sm100_m128_c32", "sm100_m64_c32", "sm100_n16_c16", "sm120_c32"}) {
+    CHECK_THAT(r.explanation, Contains(std::string(name) + ": not eligible: no target for CC 9.0"));
+  }
+  CHECK_THAT(r.explanation, Contains("chosen: portable_c16 on sm_90"));
+}
+
+TEST_CASE("router: the route's shape key follows state dtype and layout", "[runtime][router]") {
+  const RouteDecision r = route(shipped_schedules(), device(9, 0),
+                                problem(LayoutKind::packed, true, StatePrecision::fp32), {});
+  CHECK(r.schedule->name == "portable_c16");
+  CHECK(r.shape == ShapeKey{128, DType::bf16, StatePrecision::fp32, LayoutKind::packed});
+}
+
+TEST_CASE("router: CC 12.0 routes to portable_c16 on sm_120a (sm120_c32 has no generator yet)", "[runtime][router]") {
+  const RouteDecision r = route(shipped_schedules(), device(12, 0), problem(), {});
+  CHECK(r.schedule->name == "portable_c16");
+  CHECK(r.target.name == "sm_120a");
+  INFO(r.explanation);
+  CHECK_THAT(r.explanation, Contains("sm120_c32: not eligible: no code generator yet"));
+}
+
+TEST_CASE("router: explicit and unknown schedule requests", "[runtime][router]") {
+  SECTION("sm100_m128_c32 on CC 9.0 is refused with the reason") {
+    const std::string m =
+        route_refusal(shipped_schedules(), device(9, 0), problem(), RouteRequest{std::string("sm100_m128_c32")});
+    CHECK_THAT(m, Contains("no eligible schedule for CC 9.0"));
+    CHECK_THAT(m, Contains("sm100_m128_c32: not eligible: no target for CC 9.0"));
+    CHECK_THAT(m, !Contains("portable_c16")); // only the requested schedule is considered
+  }
+  SECTION("an unknown name") {
+    const std::string m =
+        route_refusal(shipped_schedules(), device(9, 0), problem(), RouteRequest{std::string("nope")});
+    CHECK_THAT(m, Contains("no shipped schedule is named 'nope'"));
+  }
+  SECTION("portable_c16 by name") {
+    const RouteDecision r =
+        route(shipped_schedules(), device(9, 0), problem(), RouteRequest{std::string("portable_c16")});
+    CHECK(r.schedule->name == "portable_c16");
+    CHECK(r.target.name == "sm_90");
+  }
+}
+
+TEST_CASE("router: nothing is eligible on CC 10.0 yet", "[runtime][router]") {
+  for (const DeviceDescription& d : {device(10, 0, 13, 0), device(10, 0, 12, 8), device(10, 3, 13, 0)}) {
+    INFO("CC " << d.cc_major << "." << d.cc_minor << " NVRTC " << d.nvrtc_major << "." << d.nvrtc_minor);
+    const std::string m = route_refusal(shipped_schedules(), d, problem());
+    CHECK_THAT(m, Contains("no eligible schedule for CC 10."));
+    for (const char* name : {"sm100_m128_c32", "sm100_m64_c32", "sm100_n16_c16"}) {
+      CHECK_THAT(m, Contains(std::string(name) + ": not eligible: no code generator yet"));
+    }
+    // portable_c16 lists sm_80, sm_90, sm_120a: no CC 10 target, so it is not chosen.
+    CHECK_THAT(m, Contains("portable_c16: not eligible: no target for CC 10."));
+    CHECK_THAT(m, Contains("sm120_c32: not eligible: no target for CC 10."));
+  }
+}
+
+TEST_CASE("router: layout, state dtype and heads the schedule does not list", "[runtime][router]") {
+  nlohmann::json doc = test::shipped_schedule_json("portable_c16");
+  doc["eligibility"]["layouts"] = {"fixed"};
+  doc["eligibility"]["state_dtypes"] = {"fp32"};
+  doc["eligibility"]["heads"] = {{"min", 2}, {"max", 8}};
+  const std::vector<Schedule> narrow = {parse_schedule(doc, "narrow.json")};
+  const DeviceDescription h200 = device(9, 0);
+  const Target sm90 = test::target_named("sm_90");
+
+  CHECK(ineligibility(narrow[0], sm90, problem(LayoutKind::fixed, true, StatePrecision::fp32)).empty());
+  // No state read or written: the state dtype does not matter.
+  CHECK(ineligibility(narrow[0], sm90, problem(LayoutKind::fixed, false, StatePrecision::bf16)).empty());
+
+  CHECK(ineligibility(narrow[0], sm90, problem(LayoutKind::packed)) == "layout 'packed' is not supported");
+  CHECK(ineligibility(narrow[0], sm90, problem(LayoutKind::fixed, true, StatePrecision::bf16)) ==
+        "state dtype 'bf16' is not supported");
+  CHECK(ineligibility(narrow[0], sm90, problem(LayoutKind::fixed, false, StatePrecision::bf16, 16)) ==
+        "16 heads is outside its head range");
+  CHECK(ineligibility(narrow[0], sm90, problem(LayoutKind::fixed, false, StatePrecision::bf16, 1)) ==
+        "1 heads is outside its head range");
+
+  const std::string m = route_refusal(narrow, h200, problem(LayoutKind::fixed, true, StatePrecision::bf16));
+  CHECK_THAT(m, Contains("portable_c16: not eligible: state dtype 'bf16' is not supported"));
+  CHECK_THAT(route_refusal(narrow, h200, problem(LayoutKind::packed)),
+             Contains("not eligible: layout 'packed' is not supported"));
+}
+
+TEST_CASE("router: an invalid schedule for its target is ineligible with the validation message", "[runtime][router]") {
+  nlohmann::json doc = test::shipped_schedule_json("portable_c16");
+  doc["targets"] = {"sm_120a"};
+  // 16 recurrence stages: far more shared memory than sm_120a's 101,376 bytes per block.
+  doc["kernels"][1]["pipeline"]["stages"] = 16;
+  const std::vector<Schedule> big = {parse_schedule(doc, "big.json")};
+  const std::string why = ineligibility(big[0], test::target_named("sm_120a"), problem());
+  INFO(why);
+  CHECK_THAT(why, Contains("exceeds sm_120a's limit of 101,376 B"));
+  CHECK_THAT(route_refusal(big, device(12, 0), problem()), Contains("portable_c16: not eligible: total SMEM"));
+}
