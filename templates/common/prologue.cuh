@@ -57,7 +57,25 @@ __device__ __forceinline__ float fast_exp2(float x) {
 }
 
 __device__ __forceinline__ float sigmoid(float x) {
-  return 1.0f / (1.0f + __expf(-x));
+  return __fdividef(1.0f, 1.0f + __expf(-x));
+}
+
+// Sums v[0..15] of every lane over the 32 lanes of the warp with 31 shuffles
+// (a transposing butterfly): afterwards lane l holds the total of row l % 16.
+__device__ __forceinline__ float warp_transpose_sum16(float (&v)[16]) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int width = 8; width >= 1; width /= 2) {
+    const bool upper = (lane & width) != 0;
+#pragma unroll
+    for (int i = 0; i < width; ++i) {
+      // keep the half this lane will own, send the other half to lane ^ width
+      const float send = upper ? v[i] : v[i + width];
+      const float keep = upper ? v[i + width] : v[i];
+      v[i] = keep + __shfl_xor_sync(0xffffffffu, send, width);
+    }
+  }
+  return v[0] + __shfl_xor_sync(0xffffffffu, v[0], 16);
 }
 
 // D = A * B + D for one m16n8k16 tile, bf16 inputs, fp32 accumulators

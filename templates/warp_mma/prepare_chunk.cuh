@@ -3,6 +3,7 @@
 // one thread per key column, 4 warps:
 //   load:   the thread's column of q, k, g for the chunk's rows (padded rows = 0)
 //   norm:   row sums of q^2, k^2 across the block -> 1/sqrt(sum + 1e-6)
+//           (a transposing butterfly: 16 shuffles per tensor and warp)
 //   center: gate a2 = gate_scale * sigmoid(exp(A_log) (g + dt_bias)) (log2
 //           domain), prefix G over rows, Kd = k^ 2^G, Qd = scale q^ 2^G,
 //           Ki = k^ 2^-G, Kr = k^ 2^(G_tot - G), gamma = 2^G_tot
@@ -101,20 +102,24 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
     }
   }
 
-  // norm: warp sums of q^2 and k^2 per row, then across the 4 warps
+  // norm: per warp, a transposing butterfly leaves row r's partial sum of q^2
+  // (or k^2) in lane r (and r + 16); then 32 threads add the 4 warps' partials.
   float* row_sums = reinterpret_cast<float*>(smem + P::ROW_SUMS_OFFSET); // [warps][2][C]
+  {
+    float sq[C];
+    float sk[C];
 #pragma unroll
-  for (int r = 0; r < C; ++r) {
-    float sq = q[r] * q[r];
-    float sk = k[r] * k[r];
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) {
-      sq += __shfl_xor_sync(0xffffffffu, sq, off);
-      sk += __shfl_xor_sync(0xffffffffu, sk, off);
+    for (int r = 0; r < C; ++r) {
+      sq[r] = q[r] * q[r];
+      sk[r] = k[r] * k[r];
     }
-    if (lane == 0) {
-      row_sums[(warp * 2 + 0) * C + r] = sq;
-      row_sums[(warp * 2 + 1) * C + r] = sk;
+    const float q_row = warp_transpose_sum16(sq);
+    const float k_row = warp_transpose_sum16(sk);
+    const int r = lane & 15;
+    // lanes 0..15 hold the row sums (lanes 16..31 the same values)
+    if ((lane & 16) == 0) {
+      row_sums[(warp * 2 + 0) * C + r] = q_row;
+      row_sums[(warp * 2 + 1) * C + r] = k_row;
     }
   }
   float* beta = reinterpret_cast<float*>(smem + P::BETA_OFFSET);
@@ -125,6 +130,16 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
       b = sigmoid(bf16_to_float(p.beta[(seq.start + row0 + r) * p.beta_token_stride + h]));
     }
     beta[r] = b;
+  }
+  __syncthreads();
+  float* rnorm = reinterpret_cast<float*>(smem + P::RNORM_OFFSET); // [2][C]
+  if (threadIdx.x < 2 * C) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int w = 0; w < P::THREADS / 32; ++w) {
+      sum += row_sums[(w * 2 + threadIdx.x / C) * C + threadIdx.x % C];
+    }
+    rnorm[threadIdx.x] = rsqrtf(sum + 1e-6f);
   }
   __syncthreads();
 
@@ -149,22 +164,18 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
   const float g_total = acc;
 #pragma unroll
   for (int r = 0; r < C; ++r) {
-    float sq = 0.0f;
-    float sk = 0.0f;
-#pragma unroll
-    for (int w = 0; w < P::THREADS / 32; ++w) {
-      sq += row_sums[(w * 2 + 0) * C + r];
-      sk += row_sums[(w * 2 + 1) * C + r];
-    }
-    const float qn = q[r] * rsqrtf(sq + 1e-6f);
-    const float kn = k[r] * rsqrtf(sk + 1e-6f);
-    const float kd_f = kn * fast_exp2(G[r]);
-    const float qd_f = p.scale * qn * fast_exp2(G[r]);
-    const float ki_f = kn * fast_exp2(-G[r]);
+    const float qn = q[r] * rnorm[r];
+    const float kn = k[r] * rnorm[C + r];
+    const float decay = fast_exp2(G[r]);
+    const float growth = fast_exp2(-G[r]);
+    const float kd_f = kn * decay;
+    const float qd_f = p.scale * qn * decay;
+    const float ki_f = kn * growth;
     const u16 kd = float_to_bf16_bits(kd_f);
     const u16 qd = float_to_bf16_bits(qd_f);
     const u16 ki = float_to_bf16_bits(ki_f);
     const u16 kr = float_to_bf16_bits(kn * fast_exp2(g_total - G[r]));
+    (void)growth;
     reinterpret_cast<u16*>(kd_s)[r * P::KD_PITCH + ch] = kd;
     reinterpret_cast<u16*>(qd_s)[r * P::QD_PITCH + ch] = qd;
     reinterpret_cast<u16*>(ki_s)[r * P::KI_PITCH + ch] = ki;
