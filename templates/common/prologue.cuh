@@ -60,21 +60,27 @@ __device__ __forceinline__ float sigmoid(float x) {
   return __fdividef(1.0f, 1.0f + __expf(-x));
 }
 
-// Sums v[0..15] of every lane over the 32 lanes of the warp with 31 shuffles
+// One step of the transposing butterfly below: lanes with bit `W` set keep the
+// upper W of their 2W values and receive the partner's upper W; the others
+// keep the lower W.
+template <int W>
+__device__ __forceinline__ void transpose_sum_step(float (&v)[16]) {
+  const bool upper = (threadIdx.x & W) != 0;
+#pragma unroll
+  for (int i = 0; i < W; ++i) {
+    const float send = upper ? v[i] : v[i + W];
+    const float keep = upper ? v[i + W] : v[i];
+    v[i] = keep + __shfl_xor_sync(0xffffffffu, send, W);
+  }
+}
+
+// Sums v[0..15] of every lane over the 32 lanes of the warp with 16 shuffles
 // (a transposing butterfly): afterwards lane l holds the total of row l % 16.
 __device__ __forceinline__ float warp_transpose_sum16(float (&v)[16]) {
-  const int lane = threadIdx.x & 31;
-#pragma unroll
-  for (int width = 8; width >= 1; width /= 2) {
-    const bool upper = (lane & width) != 0;
-#pragma unroll
-    for (int i = 0; i < width; ++i) {
-      // keep the half this lane will own, send the other half to lane ^ width
-      const float send = upper ? v[i] : v[i + width];
-      const float keep = upper ? v[i + width] : v[i];
-      v[i] = keep + __shfl_xor_sync(0xffffffffu, send, width);
-    }
-  }
+  transpose_sum_step<8>(v);
+  transpose_sum_step<4>(v);
+  transpose_sum_step<2>(v);
+  transpose_sum_step<1>(v);
   return v[0] + __shfl_xor_sync(0xffffffffu, v[0], 16);
 }
 
