@@ -26,7 +26,7 @@ cache::CacheKeyFields kernel_key_fields(const Schedule& schedule, const Target& 
                                         const std::string& nvrtc_version, const std::vector<std::string>& options,
                                         int abi_version) {
   cache::CacheKeyFields f;
-  f.layout_version = k_cache_layout_version;
+  f.layout_version = std::string(k_cache_layout_version);
   f.abi_version = std::to_string(abi_version);
   f.generator_id = generator_id();
   f.schedule_id = cache::canonical_json_hash(schedule.document);

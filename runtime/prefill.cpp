@@ -11,6 +11,7 @@
 #include "runtime/nvrtc_compiler.hpp"
 #include "runtime/router.hpp"
 #include "runtime/stream_workspace.hpp"
+#include "runtime/tuning_table.hpp"
 
 #include <fmt/format.h>
 
@@ -61,6 +62,16 @@ DeviceDescription describe_current_device(int& ordinal) {
   return it->second.second;
 }
 
+// The measured kernel-choice table, read once per process.
+const TuningTable& tuning_table() {
+  static const TuningTable k_table = [] {
+    const std::optional<std::string> path =
+        tuning_table_path(KernelRegistry::instance().disk_cache().config().root);
+    return path ? TuningTable::load(*path) : TuningTable{};
+  }();
+  return k_table;
+}
+
 // Route decisions are memoised by what decides them.
 RouteDecision route_memo(const DeviceDescription& d, const ProblemShape& p, const PrefillOptions& options) {
   static std::mutex mutex;
@@ -68,10 +79,13 @@ RouteDecision route_memo(const DeviceDescription& d, const ProblemShape& p, cons
   const std::string key = fmt::format("{}.{}/{}/{}.{}/{}/{}/{}/{}/{}", d.cc_major, d.cc_minor, d.sm_count, d.nvrtc_major,
                                       d.nvrtc_minor, to_string(p.layout), to_string(p.state_dtype),
                                       p.state_in || p.state_out, p.heads, options.schedule.value_or(""));
+  const std::string key_with_class =
+      key + "/" + std::string(to_string(shape_class(static_cast<std::int64_t>(p.num_seqs) * p.heads, d.sm_count)));
   std::lock_guard lock(mutex);
-  auto it = memo.find(key);
+  auto it = memo.find(key_with_class);
   if (it == memo.end()) {
-    it = memo.emplace(key, route(shipped_schedules(), d, p, RouteRequest{options.schedule})).first;
+    it = memo.emplace(key_with_class, route(shipped_schedules(), d, p, RouteRequest{options.schedule, &tuning_table()}))
+             .first;
   }
   return it->second;
 }

@@ -112,6 +112,26 @@ RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescript
     throw TensorError("schedule", fmt::format("no eligible schedule for CC {}.{}:\n{}", device.cc_major, device.cc_minor,
                                               explanation));
   }
+  const ShapeClass cls = shape_class(static_cast<std::int64_t>(p.num_seqs) * p.heads, device.sm_count);
+  const std::string device_key = tuning_device_key(device.cc_major, device.cc_minor, device.sm_count);
+  if (!request.schedule && request.tuning != nullptr) {
+    if (const std::optional<std::string> tuned = request.tuning->lookup(device_key, cls)) {
+      bool used = false;
+      for (const Schedule& s : schedules) {
+        const TargetChoice choice = s.name == *tuned ? choose_target(s, device) : TargetChoice{};
+        if (choice.target && ineligibility(s, *choice.target, p).empty()) {
+          decision.schedule = &s;
+          decision.target = *choice.target;
+          used = true;
+        }
+      }
+      explanation += used ? fmt::format("tuning table: {} for {} / {}\n", *tuned, device_key, to_string(cls))
+                          : fmt::format("tuning table names {} for {} / {}, which is not eligible here\n", *tuned,
+                                        device_key, to_string(cls));
+    } else {
+      explanation += fmt::format("tuning table: no entry for {} / {}; first eligible\n", device_key, to_string(cls));
+    }
+  }
   decision.shape.state_dtype = p.state_dtype;
   decision.shape.layout = p.layout;
   decision.explanation = explanation + fmt::format("chosen: {} on {}", decision.schedule->name, decision.target.name);

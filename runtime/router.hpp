@@ -12,6 +12,7 @@
 #include "compiler/shape_key.hpp"
 #include "compiler/target.hpp"
 #include "runtime/check_args.hpp"
+#include "runtime/tuning_table.hpp"
 
 #include <optional>
 #include <string>
@@ -37,6 +38,7 @@ TargetChoice choose_target(const Schedule& schedule, const DeviceDescription& de
 
 struct RouteRequest {
   std::optional<std::string> schedule; ///< an explicit schedule: refused with the reason if ineligible
+  const TuningTable* tuning = nullptr; ///< measured choices (kdajit tune); nullptr: first eligible
 };
 
 struct RouteDecision {
@@ -46,7 +48,9 @@ struct RouteDecision {
   std::string explanation; ///< one line per schedule considered
 };
 
-/// Chooses among `schedules` (normally the shipped ones). Throws TensorError
+/// Chooses among `schedules` (normally the shipped ones): an explicit request,
+/// else the tuning table's schedule for (device, shape class) when it is
+/// eligible, else the first eligible schedule. Throws TensorError
 /// (argument "schedule") when nothing is eligible or an explicit request is not.
 RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescription& device,
                     const ProblemShape& problem, const RouteRequest& request);

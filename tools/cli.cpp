@@ -31,12 +31,17 @@ usage:
   kdajit cache ls [--json]
       List the kernel cache's entries (key, schedule, target, shape, size,
       compile time, registers and spills per entry point).
-  kdajit route [--cc X.Y [--sms N] [--nvrtc X.Y]] [--layout L] [--state D] [--heads H] [--schedule S]
+  kdajit route [--cc X.Y [--sms N] [--nvrtc X.Y]] [--layout L] [--state D] [--heads H] [--sequences N] [--schedule S]
       Explain which shipped schedule and target a call gets, on the current
       GPU or on a simulated device.
   kdajit verify [--seqlens a,b,...] [--heads H] [--state bf16|fp32] [--seed N] [--json]
       Run one random packed prefill on the GPU and check it against the CPU
       fp64 reference with the tolerances of spec section 8.
+  kdajit tune [--iters N] [--warmup N] [--dry-run] [--json]
+      Benchmark every eligible shipped schedule on this GPU for one workload
+      per shape class (how the sequence x head pairs fill the SMs) and write
+      the fastest into the tuning table routing reads (KDAJIT_TUNE_FILE, else
+      <cache dir>/tuning-v1.json), keyed by CC and SM count.
   kdajit bench [--cases a,b] [--iters N] [--warmup N] [--cold] [--json]
       Time recurrent_kda_prefill on the peers' workloads (GPU needed): median
       of N calls after warm-up, CUDA events, bf16 state updated in place; ms,
@@ -80,6 +85,9 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
       return cache_ls_command(std::vector<std::string>(args.begin() + 2, args.end()), out, err);
     }
     throw UsageError(sub.empty() ? "'cache' needs a subcommand: ls" : "unknown subcommand 'cache " + sub + "'");
+  }
+  if (args[0] == "tune") {
+    return tune_command(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   }
   if (args[0] == "verify") {
     return verify_command(std::vector<std::string>(args.begin() + 1, args.end()), out, err);

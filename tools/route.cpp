@@ -5,6 +5,7 @@
 #include "compiler/schedule_library.hpp"
 #include "runtime/cuda_driver.hpp"
 #include "runtime/device_info.hpp"
+#include "runtime/kernel_registry.hpp"
 #include "runtime/router.hpp"
 #include "tools/args.hpp"
 #include "tools/cli.hpp"
@@ -34,7 +35,7 @@ std::pair<int, int> parse_version(const std::string& text, const char* option) {
 
 int route_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::set<std::string> options = shape_option_names();
-  options.insert({"--cc", "--sms", "--heads", "--schedule", "--nvrtc"});
+  options.insert({"--cc", "--sms", "--heads", "--sequences", "--schedule", "--nvrtc"});
   const ParsedArgs parsed = parse_args(args, {}, options);
   DeviceDescription device;
   if (const std::optional<std::string> cc = parsed.option("--cc")) {
@@ -60,12 +61,17 @@ int route_command(const std::vector<std::string>& args, std::ostream& out, std::
   problem.state_in = true;
   problem.state_out = true;
   problem.heads = std::stoi(parsed.option("--heads").value_or("64"));
+  problem.num_seqs = std::stoi(parsed.option("--sequences").value_or("1"));
   RouteRequest request;
   request.schedule = parsed.option("--schedule");
+  const std::optional<std::string> table_path =
+      tuning_table_path(KernelRegistry::instance().disk_cache().config().root);
+  const TuningTable table = table_path ? TuningTable::load(*table_path) : TuningTable{};
+  request.tuning = &table;
   const RouteDecision d = route(shipped_schedules(), device, problem, request);
-  out << fmt::format("CC {}.{}, {} SMs, NVRTC {}.{}; {} layout, {} state, {} heads\n", device.cc_major,
+  out << fmt::format("CC {}.{}, {} SMs, NVRTC {}.{}; {} layout, {} state, {} sequences x {} heads\n", device.cc_major,
                      device.cc_minor, device.sm_count, device.nvrtc_major, device.nvrtc_minor, to_string(problem.layout),
-                     to_string(problem.state_dtype), problem.heads)
+                     to_string(problem.state_dtype), problem.num_seqs, problem.heads)
       << d.explanation << "\n";
   return k_exit_ok;
 }

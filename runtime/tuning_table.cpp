@@ -1,0 +1,126 @@
+#include "runtime/tuning_table.hpp"
+
+#include "compiler/errors.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+namespace kda {
+namespace {
+
+constexpr std::pair<ShapeClass, std::string_view> k_class_names[] = {{ShapeClass::few, "few"},
+                                                                    {ShapeClass::one_wave, "one_wave"},
+                                                                    {ShapeClass::two_waves, "two_waves"},
+                                                                    {ShapeClass::many, "many"}};
+
+} // namespace
+
+std::string_view to_string(ShapeClass c) {
+  for (const auto& [value, name] : k_class_names) {
+    if (value == c) {
+      return name;
+    }
+  }
+  return "?";
+}
+
+ShapeClass shape_class(std::int64_t pairs, int sm_count) {
+  if (2 * pairs <= sm_count) {
+    return ShapeClass::few;
+  }
+  if (pairs <= sm_count) {
+    return ShapeClass::one_wave;
+  }
+  if (pairs <= 2 * static_cast<std::int64_t>(sm_count)) {
+    return ShapeClass::two_waves;
+  }
+  return ShapeClass::many;
+}
+
+std::string tuning_device_key(int cc_major, int cc_minor, int sm_count) {
+  return fmt::format("cc{}.{}-sm{}", cc_major, cc_minor, sm_count);
+}
+
+std::optional<std::string> TuningTable::lookup(const std::string& device_key, ShapeClass c) const {
+  auto d = m_entries.find(device_key);
+  if (d == m_entries.end()) {
+    return std::nullopt;
+  }
+  auto e = d->second.find(std::string(to_string(c)));
+  return e == d->second.end() ? std::nullopt : std::optional<std::string>(e->second);
+}
+
+void TuningTable::set(const std::string& device_key, ShapeClass c, const std::string& schedule) {
+  m_entries[device_key][std::string(to_string(c))] = schedule;
+}
+
+nlohmann::json TuningTable::to_json() const {
+  return {{"format_version", k_format_version}, {"devices", m_entries}};
+}
+
+std::optional<TuningTable> TuningTable::from_json(const nlohmann::json& json) {
+  if (!json.is_object() || json.value("format_version", 0) != k_format_version || !json.contains("devices") ||
+      !json["devices"].is_object()) {
+    return std::nullopt;
+  }
+  TuningTable t;
+  for (const auto& [device, classes] : json["devices"].items()) {
+    if (!classes.is_object()) {
+      return std::nullopt;
+    }
+    for (const auto& [name, schedule] : classes.items()) {
+      bool known = false;
+      for (const auto& [value, class_name] : k_class_names) {
+        known = known || class_name == name;
+      }
+      if (!known || !schedule.is_string()) {
+        return std::nullopt;
+      }
+      t.m_entries[device][name] = schedule.get<std::string>();
+    }
+  }
+  return t;
+}
+
+TuningTable TuningTable::load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return {};
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  const nlohmann::json json = nlohmann::json::parse(text.str(), nullptr, false);
+  return from_json(json).value_or(TuningTable{});
+}
+
+void TuningTable::save(const std::string& path) const {
+  const std::string tmp = fmt::format("{}.tmp-{}", path, static_cast<long>(getpid()));
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << to_json().dump(2) << "\n";
+    if (!out) {
+      throw CacheError(fmt::format("cannot write the tuning table {}", tmp));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw CacheError(fmt::format("cannot rename {} to {}", tmp, path));
+  }
+}
+
+std::optional<std::string> tuning_table_path(const std::optional<std::string>& cache_root) {
+  if (const char* file = std::getenv("KDAJIT_TUNE_FILE"); file != nullptr && *file != '\0') {
+    return std::string(file);
+  }
+  if (cache_root) {
+    return *cache_root + "/tuning-v1.json";
+  }
+  return std::nullopt;
+}
+
+} // namespace kda

@@ -1,0 +1,84 @@
+#include "compiler/schedule_library.hpp"
+#include "runtime/router.hpp"
+#include "runtime/tuning_table.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+using namespace kda;
+using Catch::Contains;
+
+namespace {
+
+DeviceDescription h200() {
+  DeviceDescription d;
+  d.cc_major = 9;
+  d.cc_minor = 0;
+  d.sm_count = 132;
+  return d;
+}
+
+ProblemShape problem(int sequences, int heads) {
+  ProblemShape p;
+  p.layout = LayoutKind::fixed;
+  p.num_seqs = sequences;
+  p.heads = heads;
+  p.state_in = p.state_out = true;
+  return p;
+}
+
+} // namespace
+
+TEST_CASE("shape classes follow how the (sequence x head) pairs fill the SMs", "[runtime][tuning]") {
+  CHECK(shape_class(8, 132) == ShapeClass::few);
+  CHECK(shape_class(66, 132) == ShapeClass::few);
+  CHECK(shape_class(67, 132) == ShapeClass::one_wave);
+  CHECK(shape_class(132, 132) == ShapeClass::one_wave);
+  CHECK(shape_class(133, 132) == ShapeClass::two_waves);
+  CHECK(shape_class(264, 132) == ShapeClass::two_waves);
+  CHECK(shape_class(265, 132) == ShapeClass::many);
+  CHECK(tuning_device_key(9, 0, 132) == "cc9.0-sm132");
+}
+
+TEST_CASE("the tuning table round-trips through its file and rejects other formats", "[runtime][tuning]") {
+  TuningTable t;
+  t.set("cc9.0-sm132", ShapeClass::one_wave, "portable_c16_w8");
+  t.set("cc9.0-sm132", ShapeClass::many, "portable_c16");
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("kdajit-tune-test-" + std::to_string(getpid()) + ".json")).string();
+  t.save(path);
+  const TuningTable back = TuningTable::load(path);
+  CHECK(back.lookup("cc9.0-sm132", ShapeClass::one_wave) == std::optional<std::string>("portable_c16_w8"));
+  CHECK(back.lookup("cc9.0-sm132", ShapeClass::many) == std::optional<std::string>("portable_c16"));
+  CHECK_FALSE(back.lookup("cc9.0-sm132", ShapeClass::few).has_value());
+  CHECK_FALSE(back.lookup("cc10.0-sm148", ShapeClass::many).has_value());
+  std::filesystem::remove(path);
+  CHECK(TuningTable::load(path).empty()); // missing file: empty table
+  CHECK_FALSE(TuningTable::from_json({{"format_version", 2}, {"devices", nlohmann::json::object()}}).has_value());
+  CHECK_FALSE(TuningTable::from_json({{"format_version", 1}, {"devices", {{"cc9.0-sm132", {{"huge", "x"}}}}}})
+                  .has_value());
+}
+
+TEST_CASE("routing follows the tuning table among eligible schedules", "[runtime][tuning][router]") {
+  TuningTable t;
+  t.set("cc9.0-sm132", ShapeClass::one_wave, "portable_c16_w8");
+  t.set("cc9.0-sm132", ShapeClass::many, "sm100_m128_c32"); // not eligible on CC 9.0
+  RouteRequest request;
+  request.tuning = &t;
+  const RouteDecision one_wave = route(shipped_schedules(), h200(), problem(1, 96), request);
+  CHECK(one_wave.schedule->name == "portable_c16_w8");
+  CHECK_THAT(one_wave.explanation, Contains("tuning table: portable_c16_w8 for cc9.0-sm132 / one_wave"));
+  const RouteDecision many = route(shipped_schedules(), h200(), problem(8, 96), request);
+  CHECK(many.schedule->name == "portable_c16");
+  CHECK_THAT(many.explanation, Contains("tuning table names sm100_m128_c32 for cc9.0-sm132 / many, which is not eligible"));
+  const RouteDecision few = route(shipped_schedules(), h200(), problem(1, 8), request);
+  CHECK(few.schedule->name == "portable_c16");
+  CHECK_THAT(few.explanation, Contains("no entry for cc9.0-sm132 / few; first eligible"));
+  // An explicit request wins over the table.
+  RouteRequest forced = request;
+  forced.schedule = "portable_c16";
+  CHECK(route(shipped_schedules(), h200(), problem(1, 96), forced).schedule->name == "portable_c16");
+}

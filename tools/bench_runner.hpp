@@ -1,0 +1,67 @@
+/// \file
+/// What `kdajit bench` and `kdajit tune` share: random device inputs for a
+/// workload (filled from a device-side pool of normal values), the call's
+/// arguments, and timing with CUDA events (median of N calls after warm-up).
+#pragma once
+
+#include "runtime/cuda_driver.hpp"
+#include "runtime/kda.hpp"
+#include "tools/bench_workloads.hpp"
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace kda::tools {
+
+struct DeviceBytes {
+  CUdeviceptr ptr = 0;
+  std::size_t bytes = 0;
+  explicit DeviceBytes(std::size_t n);
+  ~DeviceBytes();
+  DeviceBytes(const DeviceBytes&) = delete;
+  DeviceBytes& operator=(const DeviceBytes&) = delete;
+  void* data() const { return reinterpret_cast<void*>(ptr); }
+};
+
+/// Random bf16 N(0, 1) values on the device; tensors are filled from it at
+/// rotating offsets (device-to-device copies), so large inputs are quick to make.
+class RandomPool {
+public:
+  RandomPool(std::uint64_t seed, std::size_t elements);
+  void fill_normal_bf16(void* dst, std::size_t elements);
+
+private:
+  DeviceBytes m_normal_bf16;
+  std::size_t m_elements;
+  std::mt19937_64 m_rng;
+};
+
+struct CallBuffers {
+  std::unique_ptr<DeviceBytes> q, k, v, g, beta, state, out;
+};
+
+struct Workload {
+  const BenchWorkload* w = nullptr;
+  std::int64_t tokens = 0;
+  int seqs = 0;
+  std::unique_ptr<DeviceBytes> a_log, dt_bias, cu;
+  std::vector<CallBuffers> sets; ///< one (warm L2) or several rotated (cold L2)
+};
+
+Workload make_workload(const BenchWorkload& w, RandomPool& pool, int sets, std::mt19937_64& rng);
+
+/// The call on buffer set `b` (packed layout when the workload has several sequences).
+PrefillArgs args_for(const Workload& wl, const CallBuffers& b);
+
+struct Timing {
+  double median_ms = 0.0;
+  double min_ms = 0.0;
+  std::string schedule; ///< "<schedule> on <target>"
+};
+
+/// Median and minimum of `iters` calls after `warmup`, each timed with CUDA events.
+Timing time_calls(const Workload& wl, int warmup, int iters, const PrefillOptions& options = {});
+
+} // namespace kda::tools
