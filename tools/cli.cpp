@@ -34,9 +34,13 @@ usage:
   kdajit route [--cc X.Y [--sms N] [--nvrtc X.Y]] [--layout L] [--state D] [--heads H] [--sequences N] [--schedule S]
       Explain which shipped schedule and target a call gets, on the current
       GPU or on a simulated device.
-  kdajit verify [--seqlens a,b,...] [--heads H] [--state bf16|fp32] [--seed N] [--json]
-      Run one random packed prefill on the GPU and check it against the CPU
-      fp64 reference with the tolerances of spec section 8.
+  kdajit verify [--seqlens a,b,... | --fixed B,T] [--heads H] [--state bf16|fp32]
+                [--gate standard|minus8|plus8|bias8] [--seed N] [--json]
+      Run one random prefill on the GPU and check it against the CPU fp64
+      reference with the tolerances of spec section 8.
+  kdajit accuracy [--state fp32|bf16] [--json]
+      The six accuracy cases of the peers' H200 table: relative RMS error of
+      output and state beside FlashKDA's and FLA's, and the ratio to FLA's.
   kdajit tune [--iters N] [--warmup N] [--dry-run] [--json]
       Benchmark every eligible shipped schedule on this GPU for one workload
       per shape class (how the sequence x head pairs fill the SMs) and write
@@ -85,6 +89,9 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
       return cache_ls_command(std::vector<std::string>(args.begin() + 2, args.end()), out, err);
     }
     throw UsageError(sub.empty() ? "'cache' needs a subcommand: ls" : "unknown subcommand 'cache " + sub + "'");
+  }
+  if (args[0] == "accuracy") {
+    return accuracy_command(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   }
   if (args[0] == "tune") {
     return tune_command(std::vector<std::string>(args.begin() + 1, args.end()), out, err);

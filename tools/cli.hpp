@@ -20,6 +20,7 @@ int schedule_check_command(const std::vector<std::string>& args, std::ostream& o
 int compile_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cache_ls_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int route_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int accuracy_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int tune_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int verify_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int bench_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
