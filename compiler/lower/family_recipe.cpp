@@ -14,7 +14,7 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
       16,
       {"common/prologue", "common/sequences"},
       {{KernelRole::prepare, "warp_mma/prepare_chunk", "kda::frag::prepare_chunk", 128,
-        {"kd", "qd", "ki", "kd_lo", "qd_lo", "ki_lo", "lmat", "row_sums", "rnorm", "beta"}},
+        {"q_raw", "k_raw", "g_raw", "kd", "qd", "ki", "kr", "kd_lo", "qd_lo", "ki_lo", "lmat", "row_sums", "rnorm", "beta"}},
        {KernelRole::recurrence, "warp_mma/recurrence", "kda::frag::recurrence", 128,
         {"kd", "qd", "kr", "v", "tinv", "mqk", "beta", "gamma", "out"}}},
       {KernelRole::prepare, "common/sequences", "kda::compute_chunk_offsets", 256, {}},

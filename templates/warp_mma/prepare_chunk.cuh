@@ -1,7 +1,10 @@
 // kdajit fragment: warp_mma/prepare_chunk
 // Chunk-parallel preparation of one (chunk, head) tile (spec section 2.1-2.2),
 // one thread per key column, 4 warps:
-//   load:   the thread's column of q, k, g for the chunk's rows (padded rows = 0)
+//   load:   q, k, g rows into SMEM tiles with 16-byte cp.async (padded rows
+//           zero-filled)
+//   gather: each thread takes its column of the three tiles into registers;
+//           the raw tiles are dead from here (the operands reuse their bytes)
 //   norm:   row sums of q^2, k^2 across the block -> 1/sqrt(sum + 1e-6)
 //           (a transposing butterfly: 16 shuffles per tensor and warp)
 //   center: gate a2 = gate_scale * sigmoid(exp(A_log) (g + dt_bias)) (log2
@@ -13,7 +16,8 @@
 //           short sequence is not lost to bf16 operand rounding; masked by
 //           selection, never by multiplying with 0
 //   inverse:T = (I + L)^-1 by forward substitution in fp32
-//   write:  Kd, Qd, Kr, T, Mqk (bf16), beta, gamma (fp32) to the workspace record
+//   write:  Kd, Qd, Kr from their SMEM tiles with 16-byte stores; T, Mqk (bf16),
+//           beta, gamma (fp32) directly: the workspace record
 // Uses kda_plan::prepare::* (SMEM offsets and pitches) and kda_plan::WS_* (record layout).
 namespace kda {
 namespace frag {
@@ -84,22 +88,38 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
   const i64 token_pitch = static_cast<i64>(p.heads) * D;
 
   // load
+  u8* q_raw = smem + P::Q_RAW_OFFSET;
+  u8* k_raw = smem + P::K_RAW_OFFSET;
+  u8* g_raw = smem + P::G_RAW_OFFSET;
+  {
+    const i64 row_bytes = token_pitch * 2;
+    const i64 first = ((seq.start + row0) * token_pitch + static_cast<i64>(h) * D) * 2;
+    for (int i = threadIdx.x; i < C * (2 * D / 16); i += P::THREADS) {
+      const int r = i / (2 * D / 16);
+      const int part = i % (2 * D / 16);
+      const bool ok = r < valid;
+      const i64 at = ok ? first + r * row_bytes + 16 * part : 0;
+      cp_async_16(q_raw + 2 * r * P::Q_RAW_PITCH + 16 * part, reinterpret_cast<const u8*>(p.q) + at, ok);
+      cp_async_16(k_raw + 2 * r * P::K_RAW_PITCH + 16 * part, reinterpret_cast<const u8*>(p.k) + at, ok);
+      cp_async_16(g_raw + 2 * r * P::G_RAW_PITCH + 16 * part, reinterpret_cast<const u8*>(p.g) + at, ok);
+    }
+    cp_async_commit();
+  }
+  const float a_scale = __expf(p.a_log[h]);
+  const float bias = p.dt_bias[h * D + ch];
+  cp_async_wait<0>();
+  __syncthreads();
+
+  // gather
   float q[C];
   float k[C];
   float gate[C];
-  const float a_scale = __expf(p.a_log[h]);
-  const float bias = p.dt_bias[h * D + ch];
 #pragma unroll
   for (int r = 0; r < C; ++r) {
-    q[r] = 0.0f;
-    k[r] = 0.0f;
-    gate[r] = 0.0f;
-    if (r < valid) {
-      const i64 at = (seq.start + row0 + r) * token_pitch + static_cast<i64>(h) * D + ch;
-      q[r] = bf16_to_float(p.q[at]);
-      k[r] = bf16_to_float(p.k[at]);
-      gate[r] = p.gate_scale * sigmoid(a_scale * (bf16_to_float(p.g[at]) + bias));
-    }
+    q[r] = bf16_bits_to_float(reinterpret_cast<const u16*>(q_raw)[r * P::Q_RAW_PITCH + ch]);
+    k[r] = bf16_bits_to_float(reinterpret_cast<const u16*>(k_raw)[r * P::K_RAW_PITCH + ch]);
+    const float g = bf16_bits_to_float(reinterpret_cast<const u16*>(g_raw)[r * P::G_RAW_PITCH + ch]);
+    gate[r] = r < valid ? p.gate_scale * sigmoid(a_scale * (g + bias)) : 0.0f;
   }
 
   // norm: per warp, a transposing butterfly leaves row r's partial sum of q^2
@@ -151,9 +171,7 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
   u8* qd_lo_s = smem + P::QD_LO_OFFSET;
   u8* ki_lo_s = smem + P::KI_LO_OFFSET;
   u8* record = p.workspace + (chunk * p.heads + h) * static_cast<i64>(kda_plan::WS_RECORD_BYTES);
-  u16* kd_w = reinterpret_cast<u16*>(record + kda_plan::WS_KD_OFFSET);
-  u16* qd_w = reinterpret_cast<u16*>(record + kda_plan::WS_QD_OFFSET);
-  u16* kr_w = reinterpret_cast<u16*>(record + kda_plan::WS_KR_OFFSET);
+  u8* kr_s = smem + P::KR_OFFSET;
   float G[C];
   float acc = 0.0f;
 #pragma unroll
@@ -182,9 +200,7 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
     reinterpret_cast<u16*>(kd_lo_s)[r * P::KD_LO_PITCH + ch] = float_to_bf16_bits(kd_f - bf16_bits_to_float(kd));
     reinterpret_cast<u16*>(qd_lo_s)[r * P::QD_LO_PITCH + ch] = float_to_bf16_bits(qd_f - bf16_bits_to_float(qd));
     reinterpret_cast<u16*>(ki_lo_s)[r * P::KI_LO_PITCH + ch] = float_to_bf16_bits(ki_f - bf16_bits_to_float(ki));
-    kd_w[r * D + ch] = kd;
-    qd_w[r * D + ch] = qd;
-    kr_w[r * D + ch] = kr;
+    reinterpret_cast<u16*>(kr_s)[r * P::KR_PITCH + ch] = kr;
   }
   reinterpret_cast<float*>(record + kda_plan::WS_GAMMA_OFFSET)[ch] = fast_exp2(g_total);
   if (threadIdx.x < C) {
@@ -222,6 +238,19 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
     }
   }
   __syncthreads();
+
+  // write: Kd, Qd, Kr tiles to the record with 16-byte stores (warps 1..3
+  // while warp 0 inverts)
+  if (warp > 0) {
+    for (int i = threadIdx.x - 32; i < 3 * C * (2 * D / 16); i += P::THREADS - 32) {
+      const int tile = i / (C * (2 * D / 16));
+      const int r = (i / (2 * D / 16)) % C;
+      const int part = i % (2 * D / 16);
+      const u8* src = tile == 0 ? kd_s + 2 * r * P::KD_PITCH : tile == 1 ? qd_s + 2 * r * P::QD_PITCH : kr_s + 2 * r * P::KR_PITCH;
+      u8* dst = record + (tile == 0 ? kda_plan::WS_KD_OFFSET : tile == 1 ? kda_plan::WS_QD_OFFSET : kda_plan::WS_KR_OFFSET);
+      *reinterpret_cast<uint4*>(dst + r * 2 * D + 16 * part) = *reinterpret_cast<const uint4*>(src + 16 * part);
+    }
+  }
 
   // inverse: T (I + L) = I, column j of T by lane j (forward substitution)
   if (warp == 0 && lane < C) {
