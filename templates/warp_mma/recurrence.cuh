@@ -11,7 +11,9 @@
 //   residual: Delta^T = beta (V - P)^T, rounded to bf16
 //   solve:    U^T = Delta^T T^T                         (K = 16)
 //   update:   O^T = O0^T + U^T Mqk^T; S = S diag(gamma) + U^T Kr
-//   store:    O (bf16) through SMEM to the valid rows of the output
+//   store:    O (bf16) into one of two SMEM output tiles; the next iteration
+//             stores it to the valid rows of the output after its first
+//             barrier, so no barrier waits for the stores
 // Uses kda_plan::recurrence::* and kda_plan::WS_*.
 namespace kda {
 namespace frag {
@@ -146,6 +148,23 @@ __device__ __forceinline__ void store_state(const kda_plan::KdaParams& p, int n,
   }
 }
 
+// The valid rows of chunk `c`'s output tile (SMEM, [C][OUT_PITCH]) to the output.
+__device__ __forceinline__ void store_output_tile(const kda_plan::KdaParams& p, const u8* tile, const SequenceSpan& seq,
+                                                  int h, i64 c) {
+  namespace R = kda_plan::recurrence;
+  constexpr int C = kda_plan::CHUNK_SIZE;
+  constexpr int D = kda_plan::HEAD_DIM;
+  const i64 row0 = c * C;
+  const int valid = static_cast<int>(min(static_cast<i64>(C), seq.length - row0));
+  for (int i = threadIdx.x; i < valid * (2 * D / 16); i += R::THREADS) {
+    const int r = i / (2 * D / 16);
+    const int part = i % (2 * D / 16);
+    const i64 at = ((seq.start + row0 + r) * p.heads + h) * D * 2 + 16 * part;
+    *reinterpret_cast<uint4*>(reinterpret_cast<u8*>(p.out) + at) =
+        *reinterpret_cast<const uint4*>(tile + 2 * r * R::OUT_PITCH + 16 * part);
+  }
+}
+
 __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
   namespace R = kda_plan::recurrence;
   constexpr int C = kda_plan::CHUNK_SIZE;
@@ -177,11 +196,17 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
     }
     cp_async_commit();
   }
-  u8* out_s = smem + R::OUT_OFFSET;
+  // out: two tiles [2][C][OUT_PITCH]; chunk c uses tile c % 2
+  static_assert(R::OUT_BYTES == 2 * C * R::OUT_PITCH * 2, "two output tiles");
+  u8* const out_tiles = smem + R::OUT_OFFSET;
+  constexpr int k_out_tile_bytes = C * R::OUT_PITCH * 2;
 
   for (i64 c = 0; c < chunks; ++c) {
     cp_async_wait<S - 2>();
     __syncthreads();
+    if (c > 0) {
+      store_output_tile(p, out_tiles + ((c - 1) % 2) * k_out_tile_bytes, seq, h, c - 1);
+    }
     if (c + S - 1 < chunks) {
       load_chunk_async(p, recurrence_slot(smem, static_cast<int>((c + S - 1) % S)), seq, h, c + S - 1);
     }
@@ -295,7 +320,8 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
       }
     }
 
-    // store: O[c][v] through SMEM
+    // store: O[c][v] into tile c % 2 (stored by the next iteration)
+    u8* const out_s = out_tiles + (c % 2) * k_out_tile_bytes;
 #pragma unroll
     for (int mt = 0; mt < row_tiles(); ++mt) {
 #pragma unroll
@@ -308,16 +334,10 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
         }
       }
     }
-    __syncthreads();
-    const i64 row0 = c * C;
-    const int valid = static_cast<int>(min(static_cast<i64>(C), seq.length - row0));
-    for (int i = threadIdx.x; i < valid * (2 * D / 16); i += R::THREADS) {
-      const int r = i / (2 * D / 16);
-      const int part = i % (2 * D / 16);
-      const i64 at = ((seq.start + row0 + r) * p.heads + h) * D * 2 + 16 * part;
-      *reinterpret_cast<uint4*>(reinterpret_cast<u8*>(p.out) + at) =
-          *reinterpret_cast<const uint4*>(out_s + 2 * r * R::OUT_PITCH + 16 * part);
-    }
+  }
+  __syncthreads();
+  if (chunks > 0) {
+    store_output_tile(p, out_tiles + ((chunks - 1) % 2) * k_out_tile_bytes, seq, h, chunks - 1);
   }
   cp_async_wait<0>();
   if (p.state_out != nullptr) {
