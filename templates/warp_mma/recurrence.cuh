@@ -1,9 +1,11 @@
 // kdajit fragment: warp_mma/recurrence
 // The serial chunk-to-chunk recurrence of one (sequence, head) (spec section
-// 2.3): W warps (THREADS / 32), warp w owns ROWS = 128 / W value rows
-// (MT = ROWS / 16 row tiles) of the fp32 state, held in registers as m16n8k16
-// accumulator fragments (state[mt][nt]: rows ROWS w + 16 mt + {g, g+8}, key
-// columns 8 nt + 2t + {0, 1}). Accumulator fragments
+// 2.3): a CTA owns M_TILE value rows [m0, m0 + M_TILE) of one (sequence,
+// head) (M_TILE 64: two CTAs per pair, each half of V); W warps (THREADS / 32),
+// warp w owns ROWS = M_TILE / W value rows (MT = ROWS / 16 row tiles) of the
+// fp32 state, held in registers as m16n8k16 accumulator fragments
+// (state[mt][nt]: rows m0 + ROWS w + 16 mt + {g, g+8}, key columns
+// 8 nt + 2t + {0, 1}). Accumulator fragments
 // of two adjacent n8 tiles are exactly an A fragment once packed to bf16, so
 // S, Delta^T and U^T feed the next product without leaving registers.
 // Per chunk (records streamed through a STAGES-slot cp.async ring):
@@ -83,13 +85,16 @@ constexpr int recurrence_warps() {
   return kda_plan::recurrence::THREADS / 32;
 }
 constexpr int rows_per_warp() {
-  return kda_plan::HEAD_DIM / recurrence_warps();
+  return kda_plan::M_TILE / recurrence_warps();
+}
+constexpr int row_blocks() {
+  return kda_plan::HEAD_DIM / kda_plan::M_TILE;
 }
 constexpr int row_tiles() {
   return rows_per_warp() / 16;
 }
 
-__device__ __forceinline__ void load_state(const kda_plan::KdaParams& p, int n, int h,
+__device__ __forceinline__ void load_state(const kda_plan::KdaParams& p, int n, int h, int m0,
                                            float (&state)[row_tiles()][16][4]) {
   constexpr int D = kda_plan::HEAD_DIM;
   const int warp = threadIdx.x >> 5;
@@ -102,7 +107,7 @@ __device__ __forceinline__ void load_state(const kda_plan::KdaParams& p, int n, 
     for (int nt = 0; nt < 16; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int row = rows_per_warp() * warp + 16 * mt + g + 8 * (e >> 1);
+        const int row = m0 + rows_per_warp() * warp + 16 * mt + g + 8 * (e >> 1);
         const int col = 8 * nt + 2 * t + (e & 1);
         float x = 0.0f;
         if (p.state_in != nullptr) {
@@ -118,7 +123,7 @@ __device__ __forceinline__ void load_state(const kda_plan::KdaParams& p, int n, 
   }
 }
 
-__device__ __forceinline__ void store_state(const kda_plan::KdaParams& p, int n, int h,
+__device__ __forceinline__ void store_state(const kda_plan::KdaParams& p, int n, int h, int m0,
                                             const float (&state)[row_tiles()][16][4]) {
   constexpr int D = kda_plan::HEAD_DIM;
   const int warp = threadIdx.x >> 5;
@@ -131,7 +136,7 @@ __device__ __forceinline__ void store_state(const kda_plan::KdaParams& p, int n,
     for (int nt = 0; nt < 16; ++nt) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int row = rows_per_warp() * warp + 16 * mt + g + 8 * half;
+        const int row = m0 + rows_per_warp() * warp + 16 * mt + g + 8 * half;
         const int col = 8 * nt + 2 * t;
         const float x0 = state[mt][nt][2 * half];
         const float x1 = state[mt][nt][2 * half + 1];
@@ -148,17 +153,19 @@ __device__ __forceinline__ void store_state(const kda_plan::KdaParams& p, int n,
   }
 }
 
-// The valid rows of chunk `c`'s output tile (SMEM, [C][OUT_PITCH]) to the output.
+// The valid rows of chunk `c`'s output tile (SMEM, [C][OUT_PITCH], value
+// columns m0 .. m0 + M_TILE of it) to the output.
 __device__ __forceinline__ void store_output_tile(const kda_plan::KdaParams& p, const u8* tile, const SequenceSpan& seq,
-                                                  int h, i64 c) {
+                                                  int h, int m0, i64 c) {
   namespace R = kda_plan::recurrence;
   constexpr int C = kda_plan::CHUNK_SIZE;
   constexpr int D = kda_plan::HEAD_DIM;
+  constexpr int parts = 2 * kda_plan::M_TILE / 16;
   const i64 row0 = c * C;
   const int valid = static_cast<int>(min(static_cast<i64>(C), seq.length - row0));
-  for (int i = threadIdx.x; i < valid * (2 * D / 16); i += R::THREADS) {
-    const int r = i / (2 * D / 16);
-    const int part = i % (2 * D / 16);
+  for (int i = threadIdx.x; i < valid * parts; i += R::THREADS) {
+    const int r = i / parts;
+    const int part = i % parts + 2 * m0 / 16;
     const i64 at = ((seq.start + row0 + r) * p.heads + h) * D * 2 + 16 * part;
     *reinterpret_cast<uint4*>(reinterpret_cast<u8*>(p.out) + at) =
         *reinterpret_cast<const uint4*>(tile + 2 * r * R::OUT_PITCH + 16 * part);
@@ -171,10 +178,12 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
   constexpr int D = kda_plan::HEAD_DIM;
   constexpr int S = R::STAGES;
   static_assert(C == 16 && D == 128, "warp_mma recurrence: chunk 16, head dim 128");
-  static_assert(row_tiles() >= 1 && rows_per_warp() * recurrence_warps() == D, "4 or 8 warps own the 128 value rows");
+  static_assert(row_tiles() >= 1 && rows_per_warp() * recurrence_warps() == kda_plan::M_TILE,
+                "the warps own the CTA's M_TILE value rows, 16 or more each");
   extern __shared__ __align__(128) u8 smem[];
   const int n = blockIdx.x;
-  const int h = blockIdx.y;
+  const int h = blockIdx.y / row_blocks();
+  const int m0 = (blockIdx.y % row_blocks()) * kda_plan::M_TILE;
   const SequenceSpan seq = sequence_span(p, n);
   const i64 chunks = chunks_of(seq.length);
   const int warp = threadIdx.x >> 5;
@@ -188,7 +197,7 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
   const int lane_col8_t = 8 * (lane >> 4);              // columns 8 (j / 2)
 
   float state[row_tiles()][16][4];
-  load_state(p, n, h, state);
+  load_state(p, n, h, m0, state);
 
   for (int c = 0; c < S - 1; ++c) {
     if (c < chunks) {
@@ -205,7 +214,7 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
     cp_async_wait<S - 2>();
     __syncthreads();
     if (c > 0) {
-      store_output_tile(p, out_tiles + ((c - 1) % 2) * k_out_tile_bytes, seq, h, c - 1);
+      store_output_tile(p, out_tiles + ((c - 1) % 2) * k_out_tile_bytes, seq, h, m0, c - 1);
     }
     if (c + S - 1 < chunks) {
       load_chunk_async(p, recurrence_slot(smem, static_cast<int>((c + S - 1) % S)), seq, h, c + S - 1);
@@ -253,7 +262,7 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
       // matrix j: chunk rows c = 8 (j / 2) .. +7, value columns
       // ROWS warp + 16 mt + 8 (j % 2) .. +7, transposed: V[c][v] pairs along c.
       u32 vt[4];
-      ldmatrix_x4_trans(vt, s.v + 2 * (lane_row * R::V_PITCH + rows_per_warp() * warp + 16 * mt + lane_col8));
+      ldmatrix_x4_trans(vt, s.v + 2 * (lane_row * R::V_PITCH + m0 + rows_per_warp() * warp + 16 * mt + lane_col8));
 #pragma unroll
       for (int nc = 0; nc < 2; ++nc) {
 #pragma unroll
@@ -328,7 +337,7 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
       for (int nc = 0; nc < 2; ++nc) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int row = rows_per_warp() * warp + 16 * mt + g + 8 * (e >> 1);
+          const int row = m0 + rows_per_warp() * warp + 16 * mt + g + 8 * (e >> 1);
           const int col = 8 * nc + 2 * t + (e & 1);
           reinterpret_cast<u16*>(out_s)[col * R::OUT_PITCH + row] = float_to_bf16_bits(ot[mt][nc][e]);
         }
@@ -337,11 +346,11 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
   }
   __syncthreads();
   if (chunks > 0) {
-    store_output_tile(p, out_tiles + ((chunks - 1) % 2) * k_out_tile_bytes, seq, h, chunks - 1);
+    store_output_tile(p, out_tiles + ((chunks - 1) % 2) * k_out_tile_bytes, seq, h, m0, chunks - 1);
   }
   cp_async_wait<0>();
   if (p.state_out != nullptr) {
-    store_state(p, n, h, state);
+    store_state(p, n, h, m0, state);
   }
 }
 

@@ -48,7 +48,7 @@ struct Accumulator {
 
 } // namespace
 
-GpuCaseReport run_gpu_case(const GpuCase& c) {
+GpuCaseReport run_gpu_case(const GpuCase& c, const std::optional<std::string>& schedule) {
   INFO("case " << c.label);
   reference::testing::RandomProblem problem(c.spec, c.seed);
   reference::PrefillInputs inputs = c.int32_offsets ? problem.inputs_int32() : problem.inputs();
@@ -115,7 +115,9 @@ GpuCaseReport run_gpu_case(const GpuCase& c) {
   if (c.state == GpuStateMode::final_fp32_caller) {
     args.final_state = TensorRef::contiguous(state.data(), state_type, {n_seq, heads, 128, 128});
   }
-  PrefillResult result = recurrent_kda_prefill(args);
+  PrefillOptions call_options;
+  call_options.schedule = schedule;
+  PrefillResult result = recurrent_kda_prefill(args, call_options);
   GpuCaseReport report;
   report.schedule = result.schedule;
   report.target = result.target;

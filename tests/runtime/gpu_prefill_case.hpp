@@ -9,6 +9,7 @@
 
 #include "reference/reference_problem.hpp"
 
+#include <optional>
 #include <string>
 
 namespace kda::test {
@@ -41,7 +42,8 @@ struct GpuCaseReport {
   std::string target;
 };
 
-/// Runs the case (CHECKs included) and returns the figures.
-GpuCaseReport run_gpu_case(const GpuCase& c);
+/// Runs the case (CHECKs included) and returns the figures; `schedule` forces
+/// one schedule instead of the routed one.
+GpuCaseReport run_gpu_case(const GpuCase& c, const std::optional<std::string>& schedule = std::nullopt);
 
 } // namespace kda::test

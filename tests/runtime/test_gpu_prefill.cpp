@@ -40,8 +40,8 @@ void report(const GpuCase& c, const GpuCaseReport& r) {
                << r.whole_state_rel_rms);
 }
 
-void run(const GpuCase& c) {
-  report(c, run_gpu_case(c));
+void run(const GpuCase& c, const std::optional<std::string>& schedule = std::nullopt) {
+  report(c, run_gpu_case(c, schedule));
 }
 
 } // namespace
@@ -94,4 +94,22 @@ TEST_CASE("gpu prefill: strided beta", "[gpu][prefill]") {
   ProblemSpec s = fixed(2, 100, 3);
   s.beta_row_stride = 8;
   run({"fixed B2 T100 H3 beta row stride 8", s, GpuStateMode::inplace_bf16, false, 41});
+}
+
+TEST_CASE("gpu prefill: every shipped schedule with a generator, forced", "[gpu][prefill]") {
+  for (const char* schedule : {"portable_c16", "portable_c16_w8", "portable_c16_m64"}) {
+    std::mt19937_64 rng(51);
+    std::vector<std::int64_t> lengths;
+    for (int i = 0; i < 24; ++i) {
+      lengths.push_back(static_cast<std::int64_t>(rng() % 90));
+    }
+    run({std::string(schedule) + ": fixed B2 T1000 H12 fp32", fixed(2, 1000, 12), GpuStateMode::inplace_fp32, false,
+         52},
+        schedule);
+    run({std::string(schedule) + ": packed 24 seqs (0..89) H3 bf16", packed(lengths, 3), GpuStateMode::inplace_bf16, true,
+         53},
+        schedule);
+    run({std::string(schedule) + ": fixed B1 T33 H96 final bf16", fixed(1, 33, 96), GpuStateMode::final_bf16, false, 54},
+        schedule);
+  }
 }
