@@ -173,11 +173,13 @@ std::string explain_prefill_route(const PrefillArgs& args, const PrefillOptions&
 PrefillResult recurrent_kda_prefill(const PrefillArgs& args, const PrefillOptions& options) {
   const CallSetup s = set_up(args, options);
   const ProblemShape& p = s.problem;
+  // lower_bound is checked against the chosen schedule before anything is compiled.
+  const Schedule& schedule = *s.route.schedule;
+  check_lower_bound(args.lower_bound, schedule.eligibility.lower_bound.min, schedule.eligibility.lower_bound.max,
+                    safe_lower_bound_magnitude(schedule.chunk_size, schedule.exponent_anchor), schedule.name);
   std::shared_ptr<const PreparedKernel> kernel =
-      KernelRegistry::instance().prepare(*s.route.schedule, s.route.target, s.route.shape);
+      KernelRegistry::instance().prepare(schedule, s.route.target, s.route.shape);
   const KernelPlan& plan = kernel->plan;
-  check_lower_bound(args.lower_bound, plan.lower_bound_min, plan.lower_bound_max, plan.safe_lower_bound_magnitude,
-                    plan.schedule_name);
   const runtime::LoadedModule& module = KernelRegistry::instance().module_for(*kernel);
 
   PrefillResult result;
