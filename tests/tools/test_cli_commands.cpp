@@ -1,0 +1,72 @@
+// The commands beyond `schedule`: their output and exit codes on a machine
+// without a GPU (as CI is). The kernel cache is the shared test cache
+// (KDAJIT_CACHE_DIR set by ctest).
+#include "test_support.hpp"
+#include "tools/exit_codes.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using namespace kda;
+using Catch::Contains;
+
+TEST_CASE("compile fills the cache and cache ls lists the entry", "[tools][cli]") {
+  const test::CliRun compiled =
+      test::run_kdajit({"compile", "--schedule", "portable_c16", "--target", "sm_90", "--json"});
+  REQUIRE(compiled.exit_code == tools::k_exit_ok);
+  const nlohmann::json j = nlohmann::json::parse(compiled.out.substr(compiled.out.find('{')));
+  REQUIRE(j["results"].size() == 1);
+  const std::string key = j["results"][0]["key"];
+  CHECK(j["results"][0]["target"] == "sm_90");
+  CHECK(j["results"][0]["shape"] == "d128.in_bf16.state_bf16.fixed");
+
+  const test::CliRun listed = test::run_kdajit({"cache", "ls", "--json"});
+  REQUIRE(listed.exit_code == tools::k_exit_ok);
+  const nlohmann::json entries = nlohmann::json::parse(listed.out)["entries"];
+  bool found = false;
+  for (const auto& e : entries) {
+    found = found || (e["key"] == key && e["schedule"] == "portable_c16" && e["target"] == "sm_90");
+  }
+  CHECK(found);
+
+  // A schedule without a generator is refused when named, skipped under --all.
+  const test::CliRun refused = test::run_kdajit({"compile", "--schedule", "sm100_m128_c32"});
+  CHECK(refused.exit_code == tools::k_exit_invalid_schedule);
+  CHECK_THAT(refused.err, Contains("no code generator yet for a tcgen05 fused design"));
+  CHECK(test::run_kdajit({"compile"}).exit_code == tools::k_exit_usage);
+  CHECK(test::run_kdajit({"cache", "frob"}).exit_code == tools::k_exit_usage);
+}
+
+TEST_CASE("route explains the choice on a simulated device", "[tools][cli]") {
+  const test::CliRun h200 = test::run_kdajit({"route", "--cc", "9.0", "--sms", "132", "--heads", "96"});
+  CHECK(h200.exit_code == tools::k_exit_ok);
+  CHECK_THAT(h200.out, Contains("portable_c16: eligible on sm_90"));
+  CHECK_THAT(h200.out, Contains("sm100_m128_c32: not eligible: no target for CC 9.0"));
+  CHECK_THAT(h200.out, Contains("chosen: portable_c16"));
+  const test::CliRun b200 = test::run_kdajit({"route", "--cc", "10.0", "--sms", "148"});
+  CHECK(b200.exit_code == tools::k_exit_tensor);
+  CHECK_THAT(b200.err, Contains("no eligible schedule for CC 10.0"));
+  CHECK_THAT(b200.err, Contains("no code generator yet"));
+  CHECK(test::run_kdajit({"route", "--cc", "nine"}).exit_code == tools::k_exit_usage);
+}
+
+TEST_CASE("GPU commands say so without a GPU", "[tools][cli]") {
+  for (const char* command : {"bench", "verify", "tune", "accuracy"}) {
+    INFO(command);
+    const test::CliRun run = test::run_kdajit({command});
+    if (run.exit_code == tools::k_exit_no_device) {
+      CHECK_THAT(run.err, Contains("needs a GPU"));
+    } else {
+      WARN("a GPU is present: " << command << " ran (exit " << run.exit_code << ")");
+    }
+  }
+}
+
+TEST_CASE("emit --plan lists the entry points of a plan", "[tools][cli]") {
+  const test::CliRun run =
+      test::run_kdajit({"emit", "--schedule", "portable_c16_m64", "--target", "sm_120a", "--layout", "packed", "--plan"});
+  CHECK(run.exit_code == tools::k_exit_ok);
+  CHECK_THAT(run.out, Contains("kda_prefill_portable_c16_m64_chunk_offsets"));
+  CHECK_THAT(run.out, Contains("kda_prefill_portable_c16_m64_recurrence: 128 threads"));
+  CHECK(test::run_kdajit({"emit", "--schedule", "nope", "--target", "sm_90"}).exit_code == tools::k_exit_usage);
+}
