@@ -1,5 +1,7 @@
 #include "cache_test_support.hpp"
 
+#include "test_support.hpp"
+
 #include "cache/posix_io.hpp"
 
 #include <catch2/catch.hpp>
@@ -81,12 +83,7 @@ void write_text(const std::string& path, const std::string& text) {
 }
 
 std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  INFO("reading " << path);
-  REQUIRE(in.good());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return kda::test::read_text(path);
 }
 
 bool exists(const std::string& path) {

@@ -1,6 +1,7 @@
 #include "schedule_fixtures.hpp"
 
 #include "compiler/errors.hpp"
+#include "compiler/lower.hpp"
 #include "compiler/validated_schedule.hpp"
 #include "test_support.hpp"
 
@@ -34,6 +35,14 @@ Target target_named(const std::string& name) {
   const std::optional<Target> t = find_target(name);
   REQUIRE(t.has_value());
   return *t;
+}
+
+KernelPlan lower_shipped(const std::string& name, const std::string& target, LayoutKind layout,
+                         StatePrecision state) {
+  ShapeKey key;
+  key.layout = layout;
+  key.state_dtype = state;
+  return lower(validate(shipped_schedule(name), target_named(target)), key);
 }
 
 std::string validation_problems(const nlohmann::json& document, const std::string& target) {

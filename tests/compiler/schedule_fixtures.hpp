@@ -3,6 +3,7 @@
 /// exactly what it changes.
 #pragma once
 
+#include "compiler/kernel_plan.hpp"
 #include "compiler/schedule.hpp"
 #include "compiler/target.hpp"
 
@@ -20,6 +21,10 @@ Schedule shipped_schedule(const std::string& name);
 nlohmann::json shipped_schedule_json(const std::string& name);
 
 Target target_named(const std::string& name);
+
+/// The plan of a shipped schedule for a target and shape.
+KernelPlan lower_shipped(const std::string& name, const std::string& target, LayoutKind layout,
+                         StatePrecision state = StatePrecision::bf16);
 
 /// The diagnostics of validating (or parsing) `document` against `target`
 /// joined into one string, or "" when it is valid.

@@ -18,10 +18,7 @@ namespace {
 
 CudaSource emit_shipped(const std::string& name, const std::string& target, LayoutKind layout,
                         StatePrecision state = StatePrecision::bf16) {
-  ShapeKey key;
-  key.layout = layout;
-  key.state_dtype = state;
-  return emit_cuda(lower(validate(test::shipped_schedule(name), test::target_named(target)), key));
+  return emit_cuda(test::lower_shipped(name, target, layout, state));
 }
 
 } // namespace

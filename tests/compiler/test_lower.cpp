@@ -8,17 +8,7 @@
 using namespace kda;
 using Catch::Contains;
 
-namespace {
-
-KernelPlan lower_shipped(const std::string& name, const std::string& target, LayoutKind layout,
-                         StatePrecision state = StatePrecision::bf16) {
-  ShapeKey key;
-  key.layout = layout;
-  key.state_dtype = state;
-  return lower(validate(test::shipped_schedule(name), test::target_named(target)), key);
-}
-
-} // namespace
+using test::lower_shipped;
 
 TEST_CASE("lowering portable_c16 gives prepare and recurrence entries from the plan", "[compiler][lower]") {
   const KernelPlan plan = lower_shipped("portable_c16", "sm_90", LayoutKind::fixed);
