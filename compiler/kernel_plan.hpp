@@ -92,11 +92,18 @@ struct WorkspaceField {
   std::string name; ///< upper-case constant prefix, e.g. "KD"
   std::int64_t offset = 0;
   std::int64_t bytes = 0;
+  /// A K-major bf16 tensor-core operand stored as 8-row x 16-byte core
+  /// matrices without swizzle (PTX ISA 9.7.15.5.1 "Shared Memory Matrix
+  /// Layout"): element (n, k) at (k / 8) lbo + (n / 8) sbo + 16 (n % 8) + 2 (k % 8).
+  /// 0: a plain field (not addressed by a descriptor).
+  std::int64_t core_lbo = 0; ///< bytes between core matrices along K
+  std::int64_t core_sbo = 0; ///< bytes between core matrices along N
 };
 
 struct WorkspacePlan {
   std::vector<WorkspaceField> fields;
   std::int64_t record_bytes = 0; ///< 0: no workspace
+  std::string image_buffer;      ///< SMEM buffer receiving whole records (bulk copy), or empty
 };
 
 struct KernelPlan {
@@ -114,6 +121,7 @@ struct KernelPlan {
   ArgAbi abi;
   WorkspacePlan workspace;
   std::vector<std::string> fragments; ///< template fragments to emit, in order
+  std::vector<int> wgmma_n;           ///< wgmma m64nNk16 wrappers to emit (register A)
 };
 
 } // namespace kda

@@ -26,6 +26,8 @@ KernelPlan lower(const ValidatedSchedule& v, const ShapeKey& shape) {
   plan_launch(v, recipe, plan.entries);
   plan.abi = plan_arg_abi();
   plan.workspace = plan_workspace(recipe);
+  check_record_image(v, plan.workspace);
+  plan.wgmma_n = recipe.wgmma_n;
 
   plan.fragments = recipe.common_fragments;
   for (const EntryPlan& e : plan.entries) {

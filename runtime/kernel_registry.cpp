@@ -19,7 +19,9 @@ nlohmann::json resources_json(const runtime::ResourceUsage& r) {
           {"static_smem_bytes", r.static_smem_bytes},
           {"stack_frame_bytes", r.stack_frame_bytes},
           {"spill_store_bytes", r.spill_store_bytes},
-          {"spill_load_bytes", r.spill_load_bytes}};
+          {"spill_load_bytes", r.spill_load_bytes},
+          {"wgmma_serialized", r.wgmma_serialized},
+          {"wgmma_wait_injected", r.wgmma_wait_injected}};
 }
 
 nlohmann::json launch_json(const KernelPlan& plan) {

@@ -91,6 +91,16 @@ void read_used_line(std::string_view text, ResourceUsage& usage) {
   }
 }
 
+/// The last quoted name of a line.
+std::string_view last_quoted(std::string_view line) {
+  const std::size_t close = line.rfind('\'');
+  if (close == std::string_view::npos || close == 0) {
+    return {};
+  }
+  const std::size_t open = line.rfind('\'', close - 1);
+  return open == std::string_view::npos ? std::string_view{} : line.substr(open + 1, close - open - 1);
+}
+
 } // namespace
 
 std::map<std::string, ResourceUsage> parse_ptxas_resource_log(std::string_view log) {
@@ -119,7 +129,11 @@ std::map<std::string, ResourceUsage> parse_ptxas_resource_log(std::string_view l
     const std::size_t body_start = raw.find_first_of(":.", 5);
     const std::string_view body =
         body_start == std::string_view::npos ? std::string_view{} : trim(raw.substr(body_start + 1));
-    if (const std::size_t at = raw.find(k_compiling); at != std::string_view::npos) {
+    if (body.find("wgmma.mma_async instructions are serialized") != std::string_view::npos) {
+      functions[std::string(last_quoted(body))].wgmma_serialized = true;
+    } else if (body.find("warpgroup.wait is injected") != std::string_view::npos) {
+      functions[std::string(last_quoted(body))].wgmma_wait_injected = true;
+    } else if (const std::size_t at = raw.find(k_compiling); at != std::string_view::npos) {
       compiling = std::string(quoted_after(raw, at + k_compiling.size()));
       if (!compiling.empty()) {
         entries.insert(compiling);

@@ -11,7 +11,13 @@
 ///     ptxas info    : Used 10 registers, used 1 barriers, 16 bytes smem, 360 bytes cmem[0]
 ///
 /// "Function properties" also appears for non-inlined device functions, which
-/// have no "Compiling entry function" line and are not reported.
+/// have no "Compiling entry function" line and are not reported. ptxas's wgmma
+/// performance notes name their function last, in quotes:
+///
+///     ptxas info    : (C7517) warpgroup.wait is injected in around line 5013 by compiler to allow use of
+///                     registers defined by GMMA in function 'k'
+///     ptxas info    : (C7511) Potential Performance Loss: wgmma.mma_async instructions are serialized due
+///                     to insufficient register resources for the wgmma pipeline in the function 'k'
 #pragma once
 
 #include <map>
@@ -27,6 +33,12 @@ struct ResourceUsage {
   int spill_store_bytes = 0;
   int spill_load_bytes = 0;
   int barriers = 0;
+  /// "(C7511)/(C7518)... wgmma.mma_async instructions are serialized ..."
+  /// for this function: every wgmma waits for the previous one.
+  bool wgmma_serialized = false;
+  /// "(C7517) warpgroup.wait is injected ...": ptxas added a wait the source
+  /// does not have, to read registers an in-flight wgmma defines.
+  bool wgmma_wait_injected = false;
   friend bool operator==(const ResourceUsage&, const ResourceUsage&) = default;
 };
 

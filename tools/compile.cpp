@@ -85,9 +85,11 @@ int compile_command(const std::vector<std::string>& args, std::ostream& out, std
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
         std::string resources;
         for (const cache::EntryPoint& ep : k->entry->manifest.entry_points) {
-          resources += fmt::format("{}{}: {} regs, {} B spills", resources.empty() ? "" : "; ",
+          resources += fmt::format("{}{}: {} regs, {} B spills{}{}", resources.empty() ? "" : "; ",
                                    ep.name.substr(ep.name.rfind('_') + 1), ep.resources.value("registers", 0),
-                                   ep.resources.value("spill_store_bytes", 0));
+                                   ep.resources.value("spill_store_bytes", 0),
+                                   ep.resources.value("wgmma_serialized", false) ? ", wgmma serialized" : "",
+                                   ep.resources.value("wgmma_wait_injected", false) ? ", wgmma wait injected" : "");
         }
         out << fmt::format("{} {} {} {}: {} in {:.0f} ms ({})\n", k->key.short_id(), s.name, target.name,
                            shape.canonical(), compiled ? "compiled" : "cached", ms, resources);

@@ -17,10 +17,14 @@ CudaSource emit_cuda(const KernelPlan& plan);
 /// The `namespace kda_plan { ... }` block.
 void emit_plan_header(const KernelPlan& plan, SourceWriter& out);
 
+/// `kda::wgmma_m64n<N>k16_rs(d, a, b_desc, accumulate)` for each N of the
+/// plan: D[N/8][4] (+)= A (registers, bf16) x B (SMEM descriptor, bf16).
+void emit_wgmma_ops(const KernelPlan& plan, SourceWriter& out);
+
 /// The extern "C" entry points.
 void emit_entries(const KernelPlan& plan, SourceWriter& out);
 
 /// Version of the emitter's output format (part of the generator identity).
-inline constexpr const char* k_emitter_version = "1";
+inline constexpr const char* k_emitter_version = "2";
 
 } // namespace kda

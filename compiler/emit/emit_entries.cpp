@@ -30,6 +30,7 @@ CudaSource emit_cuda(const KernelPlan& plan) {
     if (!header_done && fragment == "common/prologue") {
       out.blank();
       emit_plan_header(plan, out);
+      emit_wgmma_ops(plan, out);
       header_done = true;
     }
   }

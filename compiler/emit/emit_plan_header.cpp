@@ -1,5 +1,7 @@
 #include "compiler/emit/emit_cuda.hpp"
 
+#include "compiler/encodings/smem_descriptor.hpp"
+
 #include <fmt/format.h>
 
 namespace kda {
@@ -60,6 +62,16 @@ void emit_plan_header(const KernelPlan& plan, SourceWriter& out) {
   constant(out, "WS_RECORD_BYTES", plan.workspace.record_bytes);
   for (const WorkspaceField& f : plan.workspace.fields) {
     constant(out, "WS_" + f.name + "_OFFSET", f.offset);
+    if (f.core_lbo > 0) {
+      // K-major core matrices without swizzle; the descriptor's address
+      // field is added on the device.
+      SmemDescriptorFields d;
+      d.leading_byte_offset = static_cast<std::uint32_t>(f.core_lbo);
+      d.stride_byte_offset = static_cast<std::uint32_t>(f.core_sbo);
+      constant(out, "WS_" + f.name + "_LBO", f.core_lbo);
+      constant(out, "WS_" + f.name + "_SBO", f.core_sbo);
+      out.line(fmt::format("constexpr unsigned long long WS_{}_DESC = {:#x}ull;", f.name, encode_wgmma_descriptor(d)));
+    }
   }
   out.blank();
   emit_params(plan.abi, out);

@@ -7,25 +7,58 @@
 namespace kda {
 
 const std::vector<FamilyRecipe>& all_family_recipes() {
-  static const std::vector<FamilyRecipe> k_recipes = {{
-      "warp_mma_decomposed_c16",
-      Family::warp_mma,
-      Decomposition::decomposed,
-      16,
-      {"common/prologue", "common/sequences"},
-      {{KernelRole::prepare, "warp_mma/prepare_chunk", "kda::frag::prepare_chunk", 128,
-        {"q_raw", "k_raw", "g_raw", "kd", "qd", "ki", "kr", "kd_lo", "qd_lo", "ki_lo", "lmat", "row_sums", "rnorm", "beta"}},
-       {KernelRole::recurrence, "warp_mma/recurrence", "kda::frag::recurrence", 128,
-        {"kd", "qd", "kr", "v", "tinv", "mqk", "beta", "gamma", "out"}}},
-      {KernelRole::prepare, "common/sequences", "kda::compute_chunk_offsets", 256, {}},
-      {{"KD", 0, 16 * 128 * 2},
-       {"QD", 0, 16 * 128 * 2},
-       {"KR", 0, 16 * 128 * 2},
-       {"TINV", 0, 16 * 16 * 2},
-       {"MQK", 0, 16 * 16 * 2},
-       {"BETA", 0, 16 * 4},
-       {"GAMMA", 0, 128 * 4}},
-  }};
+  static const std::vector<std::string> k_prepare_buffers = {
+      "q_raw", "k_raw", "g_raw", "kd", "qd", "ki", "kd_lo", "qd_lo", "ki_lo", "lmat", "row_sums", "rnorm", "beta"};
+  static const std::vector<FamilyRecipe> k_recipes = {
+      {
+          "warp_mma_decomposed_c16",
+          Family::warp_mma,
+          Decomposition::decomposed,
+          16,
+          {"common/prologue", "common/sequences", "warp_mma/record_rows", "common/recurrence_io"},
+          {{KernelRole::prepare, "common/prepare_chunk", "kda::frag::prepare_chunk", 128,
+            [] {
+              std::vector<std::string> b = k_prepare_buffers;
+              b.push_back("kr"); // the row-layout record copies Kr from an SMEM tile
+              return b;
+            }()},
+           {KernelRole::recurrence, "warp_mma/recurrence", "kda::frag::recurrence", 128,
+            {"kd", "qd", "kr", "v", "tinv", "mqk", "beta", "gamma", "out"}}},
+          {KernelRole::prepare, "common/sequences", "kda::compute_chunk_offsets", 256, {}},
+          {{"KD", 0, 16 * 128 * 2},
+           {"QD", 0, 16 * 128 * 2},
+           {"KR", 0, 16 * 128 * 2},
+           {"TINV", 0, 16 * 16 * 2},
+           {"MQK", 0, 16 * 16 * 2},
+           {"BETA", 0, 16 * 4},
+           {"GAMMA", 0, 128 * 4}},
+          "",
+          {},
+      },
+      {
+          // The record is the SMEM image of the wgmma B operands (K-major core
+          // matrices, no swizzle): KQ = [Kd; Qd] (N 32, K 128) for the
+          // projections, TINV = T (N 16, K 16) for the solve, KRM = [Kr^T; Mqk]
+          // (N 144, K 16) for the state-and-output update.
+          "wgmma_decomposed_c16",
+          Family::wgmma,
+          Decomposition::decomposed,
+          16,
+          {"common/prologue", "common/sequences", "wgmma/record_core_matrices", "common/recurrence_io",
+           "wgmma/async"},
+          {{KernelRole::prepare, "common/prepare_chunk", "kda::frag::prepare_chunk", 128, k_prepare_buffers},
+           {KernelRole::recurrence, "wgmma/recurrence", "kda::frag::recurrence", 256,
+            {"record", "v", "out", "full"}}},
+          {KernelRole::prepare, "common/sequences", "kda::compute_chunk_offsets", 256, {}},
+          {{"KQ", 0, 32 * 128 * 2, 4 * 128, 128},
+           {"TINV", 0, 16 * 16 * 2, 2 * 128, 128},
+           {"KRM", 0, 144 * 16 * 2, 18 * 128, 128},
+           {"BETA", 0, 16 * 4},
+           {"GAMMA", 0, 128 * 4}},
+          "record",
+          {16, 128},
+      },
+  };
   return k_recipes;
 }
 
@@ -36,7 +69,7 @@ const FamilyRecipe& find_family_recipe(const Schedule& s) {
     }
   }
   throw ScheduleError(s.source, {{"/family", fmt::format("no code generator yet for a {} {} design with chunk {} "
-                                                         "(available: warp_mma decomposed chunk 16)",
+                                                         "(available: warp_mma and wgmma decomposed chunk 16)",
                                                          to_string(s.family), to_string(s.decomposition),
                                                          s.chunk_size)}});
 }

@@ -29,7 +29,14 @@ struct FamilyRecipe {
   std::vector<std::string> common_fragments;
   std::vector<KernelRecipe> kernels;
   KernelRecipe chunk_offsets; ///< packed layout: computes each sequence's first chunk
-  std::vector<WorkspaceField> workspace; ///< field names and sizes; offsets planned by plan_workspace
+  std::vector<WorkspaceField> workspace; ///< field names, sizes, operand layouts; offsets planned by plan_workspace
+  /// The recurrence's SMEM buffer that receives whole records with one bulk
+  /// copy (its bytes must equal the record's); empty when records are copied
+  /// field by field.
+  std::string record_image_buffer;
+  /// wgmma shapes m64nNk16 (register A, bf16 -> fp32) whose wrappers the
+  /// emitter writes; empty for families without wgmma.
+  std::vector<int> wgmma_n;
 };
 
 /// The recipe for `schedule`, or a ScheduleError naming what has no generator.

@@ -33,4 +33,8 @@ ArgAbi plan_arg_abi();
 /// Offsets of the workspace record (16-byte aligned fields).
 WorkspacePlan plan_workspace(const FamilyRecipe& recipe);
 
+/// A design that bulk-copies whole records needs its image buffer to hold
+/// exactly one record, 16-byte aligned; ScheduleError otherwise.
+void check_record_image(const ValidatedSchedule& schedule, const WorkspacePlan& workspace);
+
 } // namespace kda

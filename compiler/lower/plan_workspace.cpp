@@ -11,6 +11,7 @@ WorkspacePlan plan_workspace(const FamilyRecipe& recipe) {
     w.fields.push_back(f);
   }
   w.record_bytes = offset;
+  w.image_buffer = recipe.record_image_buffer;
   return w;
 }
 

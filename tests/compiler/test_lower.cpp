@@ -63,7 +63,7 @@ TEST_CASE("a plan whose buffers do not match the fragments cannot be lowered", "
     for (const Diagnostic& d : e.diagnostics()) {
       all += d.to_string() + "\n";
     }
-    CHECK_THAT(all, Contains("fragment warp_mma/prepare_chunk needs a buffer 'kd' that kernel 'prepare' does not declare"));
+    CHECK_THAT(all, Contains("fragment common/prepare_chunk needs a buffer 'kd' that kernel 'prepare' does not declare"));
     CHECK_THAT(all, Contains("/kernels/1/smem/buffers/9: buffer 'spare' is not used by fragment warp_mma/recurrence"));
   }
 }

@@ -35,6 +35,9 @@ TEST_CASE("every generatable shipped schedule compiles with NVRTC for each of it
         CHECK(ep.resources.value("registers", 0) > 0);
         CHECK(ep.resources.value("spill_store_bytes", -1) == 0);
         CHECK(ep.resources.value("stack_frame_bytes", -1) == 0);
+        // wgmma entries keep their pipeline: no serialization, no injected waits
+        CHECK_FALSE(ep.resources.value("wgmma_serialized", false));
+        CHECK_FALSE(ep.resources.value("wgmma_wait_injected", false));
       }
       for (const EntryPlan& e : k->plan.entries) {
         CHECK(e.launch.dynamic_smem <= target.max_smem_per_block);

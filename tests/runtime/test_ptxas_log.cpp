@@ -63,3 +63,18 @@ TEST_CASE("ptxas log: no resource lines gives no entries", "[runtime][ptxas_log]
   CHECK(parse_ptxas_resource_log("warn.cu(3): warning #177-D: variable \"x\" was declared but never referenced\n")
             .empty());
 }
+
+TEST_CASE("ptxas log: wgmma serialization and injected waits name their entry", "[runtime][ptxas_log]") {
+  // Captured from the first sm90_wgmma_c16_m64 recurrence (an m64n144k16
+  // whose accumulator tail was copied from the projection's).
+  const auto usage = parse_ptxas_resource_log(captured_log("sm_90a_wgmma_serialized.log"));
+  REQUIRE(usage.size() == 2);
+  const ResourceUsage& recurrence = usage.at("kda_prefill_sm90_wgmma_c16_m64_recurrence");
+  CHECK(recurrence.registers == 127);
+  CHECK(recurrence.wgmma_serialized);
+  CHECK(recurrence.wgmma_wait_injected);
+  const ResourceUsage& prepare = usage.at("kda_prefill_sm90_wgmma_c16_m64_prepare");
+  CHECK(prepare.registers == 68);
+  CHECK_FALSE(prepare.wgmma_serialized);
+  CHECK_FALSE(prepare.wgmma_wait_injected);
+}

@@ -1,4 +1,4 @@
-// kdajit fragment: warp_mma/prepare_chunk
+// kdajit fragment: common/prepare_chunk
 // Chunk-parallel preparation of one (chunk, head) tile (spec section 2.1-2.2),
 // one thread per key column, 4 warps:
 //   load:   q, k, g rows into SMEM tiles with 16-byte cp.async (padded rows
@@ -16,9 +16,12 @@
 //           short sequence is not lost to bf16 operand rounding; masked by
 //           selection, never by multiplying with 0
 //   inverse:T = (I + L)^-1 by forward substitution in fp32
-//   write:  Kd, Qd, Kr from their SMEM tiles with 16-byte stores; T, Mqk (bf16),
-//           beta, gamma (fp32) directly: the workspace record
-// Uses kda_plan::prepare::* (SMEM offsets and pitches) and kda_plan::WS_* (record layout).
+//   write:  Kd, Qd (and Kr in the row layout) from their SMEM tiles with
+//           16-byte stores; Kr^T in the core-matrix layout straight from the
+//           registers (each thread's key column is 8 rows x 2 B contiguous);
+//           T, Mqk (bf16), beta, gamma (fp32) directly: the workspace record
+// Uses kda_plan::prepare::* (SMEM offsets and pitches) and the record layout
+// fragment (warp_mma/record_rows or wgmma/record_core_matrices): record_*().
 namespace kda {
 namespace frag {
 
@@ -171,7 +174,8 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
   u8* qd_lo_s = smem + P::QD_LO_OFFSET;
   u8* ki_lo_s = smem + P::KI_LO_OFFSET;
   u8* record = p.workspace + (chunk * p.heads + h) * static_cast<i64>(kda_plan::WS_RECORD_BYTES);
-  u8* kr_s = smem + P::KR_OFFSET;
+  u8* kr_s = kr_tile(smem);
+  u16 kr_column[C];
   float G[C];
   float acc = 0.0f;
 #pragma unroll
@@ -200,7 +204,22 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
     reinterpret_cast<u16*>(kd_lo_s)[r * P::KD_LO_PITCH + ch] = float_to_bf16_bits(kd_f - bf16_bits_to_float(kd));
     reinterpret_cast<u16*>(qd_lo_s)[r * P::QD_LO_PITCH + ch] = float_to_bf16_bits(qd_f - bf16_bits_to_float(qd));
     reinterpret_cast<u16*>(ki_lo_s)[r * P::KI_LO_PITCH + ch] = float_to_bf16_bits(ki_f - bf16_bits_to_float(ki));
-    reinterpret_cast<u16*>(kr_s)[r * P::KR_PITCH + ch] = kr;
+    if constexpr (RECORD_KR_BY_COLUMNS) {
+      kr_column[r] = kr;
+    } else {
+      reinterpret_cast<u16*>(kr_s)[r * kr_tile_pitch() + ch] = kr;
+    }
+  }
+  if constexpr (RECORD_KR_BY_COLUMNS) {
+#pragma unroll
+    for (int kg = 0; kg < C / 8; ++kg) {
+      uint4 rows;
+      rows.x = pack_bits(kr_column[8 * kg + 0], kr_column[8 * kg + 1]);
+      rows.y = pack_bits(kr_column[8 * kg + 2], kr_column[8 * kg + 3]);
+      rows.z = pack_bits(kr_column[8 * kg + 4], kr_column[8 * kg + 5]);
+      rows.w = pack_bits(kr_column[8 * kg + 6], kr_column[8 * kg + 7]);
+      *reinterpret_cast<uint4*>(record + record_kr_column(ch, kg)) = rows;
+    }
   }
   reinterpret_cast<float*>(record + kda_plan::WS_GAMMA_OFFSET)[ch] = fast_exp2(g_total);
   if (threadIdx.x < C) {
@@ -231,24 +250,25 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
         }
       }
       if (warp == 1) {
-        u32* mqk_w = reinterpret_cast<u32*>(record + kda_plan::WS_MQK_OFFSET);
-        mqk_w[(g * C + 8 * nj + 2 * t) / 2] = pack_bf16x2(prod[nj][0], prod[nj][1]);
-        mqk_w[((g + 8) * C + 8 * nj + 2 * t) / 2] = pack_bf16x2(prod[nj][2], prod[nj][3]);
+        *reinterpret_cast<u32*>(record + record_mqk_at(g, 8 * nj + 2 * t)) = pack_bf16x2(prod[nj][0], prod[nj][1]);
+        *reinterpret_cast<u32*>(record + record_mqk_at(g + 8, 8 * nj + 2 * t)) = pack_bf16x2(prod[nj][2], prod[nj][3]);
       }
     }
   }
   __syncthreads();
 
-  // write: Kd, Qd, Kr tiles to the record with 16-byte stores (warps 1..3
-  // while warp 0 inverts)
+  // write: Kd, Qd (and Kr) tiles to the record with 16-byte stores (warps
+  // 1..3 while warp 0 inverts)
   if (warp > 0) {
-    for (int i = threadIdx.x - 32; i < 3 * C * (2 * D / 16); i += P::THREADS - 32) {
-      const int tile = i / (C * (2 * D / 16));
-      const int r = (i / (2 * D / 16)) % C;
-      const int part = i % (2 * D / 16);
-      const u8* src = tile == 0 ? kd_s + 2 * r * P::KD_PITCH : tile == 1 ? qd_s + 2 * r * P::QD_PITCH : kr_s + 2 * r * P::KR_PITCH;
-      u8* dst = record + (tile == 0 ? kda_plan::WS_KD_OFFSET : tile == 1 ? kda_plan::WS_QD_OFFSET : kda_plan::WS_KR_OFFSET);
-      *reinterpret_cast<uint4*>(dst + r * 2 * D + 16 * part) = *reinterpret_cast<const uint4*>(src + 16 * part);
+    constexpr int tiles = RECORD_KR_BY_COLUMNS ? 2 : 3;
+    constexpr int parts = 2 * D / 16;
+    for (int i = threadIdx.x - 32; i < tiles * C * parts; i += P::THREADS - 32) {
+      const int tile = i / (C * parts);
+      const int r = (i / parts) % C;
+      const int part = i % parts;
+      const u8* src = tile == 0 ? kd_s + 2 * r * P::KD_PITCH : tile == 1 ? qd_s + 2 * r * P::QD_PITCH : kr_s + 2 * r * kr_tile_pitch();
+      const int at = tile == 0 ? record_kd_part(r, part) : tile == 1 ? record_qd_part(r, part) : record_kr_part(r, part);
+      *reinterpret_cast<uint4*>(record + at) = *reinterpret_cast<const uint4*>(src + 16 * part);
     }
   }
 
@@ -256,7 +276,6 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
   if (warp == 0 && lane < C) {
     const int j = lane;
     float tcol[C];
-    u16* t_w = reinterpret_cast<u16*>(record + kda_plan::WS_TINV_OFFSET);
 #pragma unroll
     for (int i = 0; i < C; ++i) {
       float s = i == j ? 1.0f : 0.0f;
@@ -265,7 +284,7 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
         s -= lmat[i * P::LMAT_PITCH + m] * tcol[m];
       }
       tcol[i] = i < j ? 0.0f : s;
-      t_w[i * C + j] = float_to_bf16_bits(tcol[i]);
+      *reinterpret_cast<u16*>(record + record_tinv_at(i, j)) = float_to_bf16_bits(tcol[i]);
     }
   }
 }

@@ -1,0 +1,116 @@
+// kdajit fragment: common/recurrence_io
+// What the recurrences of the decomposed designs share: the value rows each
+// warp owns, the fp32 state in m16n8k16 accumulator fragments (which wgmma's
+// m64nN accumulators match warp by warp), its in-place load and store (spec
+// section 1.4), and the store of an output tile from SMEM.
+// Uses kda_plan::recurrence::THREADS and kda_plan::M_TILE.
+namespace kda {
+namespace frag {
+
+// A fragment (16 rows x 16 k) from two adjacent fp32 accumulator tiles.
+__device__ __forceinline__ void pack_a(const float (&lo)[4], const float (&hi)[4], u32 (&a)[4]) {
+  a[0] = pack_bf16x2(lo[0], lo[1]);
+  a[1] = pack_bf16x2(lo[2], lo[3]);
+  a[2] = pack_bf16x2(hi[0], hi[1]);
+  a[3] = pack_bf16x2(hi[2], hi[3]);
+}
+
+constexpr int recurrence_warps() {
+  return kda_plan::recurrence::THREADS / 32;
+}
+constexpr int rows_per_warp() {
+  return kda_plan::M_TILE / recurrence_warps();
+}
+constexpr int row_blocks() {
+  return kda_plan::HEAD_DIM / kda_plan::M_TILE;
+}
+constexpr int row_tiles() {
+  return rows_per_warp() / 16;
+}
+
+// state[mt][nt] for nt < 16; a wider array (TILES > 16) keeps more
+// accumulator tiles after the state (the wgmma output columns).
+template <int TILES>
+__device__ __forceinline__ void load_state(const kda_plan::KdaParams& p, int n, int h, int m0,
+                                           float (&state)[row_tiles()][TILES][4]) {
+  static_assert(TILES >= 16, "16 state tiles");
+  constexpr int D = kda_plan::HEAD_DIM;
+  const int warp = threadIdx.x >> 5;
+  const int g = (threadIdx.x & 31) >> 2;
+  const int t = threadIdx.x & 3;
+  const i64 base = (static_cast<i64>(n) * p.heads + h) * D * D;
+#pragma unroll
+  for (int mt = 0; mt < row_tiles(); ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < 16; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int row = m0 + rows_per_warp() * warp + 16 * mt + g + 8 * (e >> 1);
+        const int col = 8 * nt + 2 * t + (e & 1);
+        float x = 0.0f;
+        if (p.state_in != nullptr) {
+          if (kda_plan::STATE_FP32) {
+            x = static_cast<const float*>(p.state_in)[base + row * D + col];
+          } else {
+            x = bf16_to_float(static_cast<const bf16*>(p.state_in)[base + row * D + col]);
+          }
+        }
+        state[mt][nt][e] = x;
+      }
+    }
+  }
+}
+
+template <int TILES>
+__device__ __forceinline__ void store_state(const kda_plan::KdaParams& p, int n, int h, int m0,
+                                            const float (&state)[row_tiles()][TILES][4]) {
+  static_assert(TILES >= 16, "16 state tiles");
+  constexpr int D = kda_plan::HEAD_DIM;
+  const int warp = threadIdx.x >> 5;
+  const int g = (threadIdx.x & 31) >> 2;
+  const int t = threadIdx.x & 3;
+  const i64 base = (static_cast<i64>(n) * p.heads + h) * D * D;
+#pragma unroll
+  for (int mt = 0; mt < row_tiles(); ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < 16; ++nt) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int row = m0 + rows_per_warp() * warp + 16 * mt + g + 8 * half;
+        const int col = 8 * nt + 2 * t;
+        const float x0 = state[mt][nt][2 * half];
+        const float x1 = state[mt][nt][2 * half + 1];
+        if (kda_plan::STATE_FP32) {
+          float2 pair;
+          pair.x = x0;
+          pair.y = x1;
+          *reinterpret_cast<float2*>(static_cast<float*>(p.state_out) + base + row * D + col) = pair;
+        } else {
+          *reinterpret_cast<u32*>(static_cast<bf16*>(p.state_out) + base + row * D + col) = pack_bf16x2(x0, x1);
+        }
+      }
+    }
+  }
+}
+
+// The valid rows of chunk `c`'s output tile (SMEM, [C][OUT_PITCH], value
+// columns m0 .. m0 + M_TILE of it) to the output.
+__device__ __forceinline__ void store_output_tile(const kda_plan::KdaParams& p, const u8* tile, const SequenceSpan& seq,
+                                                  int h, int m0, i64 c) {
+  namespace R = kda_plan::recurrence;
+  constexpr int C = kda_plan::CHUNK_SIZE;
+  constexpr int D = kda_plan::HEAD_DIM;
+  constexpr int parts = 2 * kda_plan::M_TILE / 16;
+  const i64 row0 = c * C;
+  const int valid = static_cast<int>(min(static_cast<i64>(C), seq.length - row0));
+  for (int i = threadIdx.x; i < valid * parts; i += R::THREADS) {
+    const int r = i / parts;
+    const int part = i % parts + 2 * m0 / 16;
+    const i64 at = ((seq.start + row0 + r) * p.heads + h) * D * 2 + 16 * part;
+    *reinterpret_cast<uint4*>(reinterpret_cast<u8*>(p.out) + at) =
+        *reinterpret_cast<const uint4*>(tile + 2 * r * R::OUT_PITCH + 16 * part);
+  }
+}
+
+} // namespace frag
+} // namespace kda

@@ -1,0 +1,38 @@
+// kdajit fragment: warp_mma/record_rows
+// Workspace record of the warp_mma family: Kd, Qd, Kr as [C][HEAD_DIM] bf16
+// rows, T and Mqk as [C][C] bf16 rows, beta [C] and gamma [HEAD_DIM] fp32
+// (offsets kda_plan::WS_*). The recurrence copies each field into padded SMEM
+// tiles. Byte offsets inside one record; Kr goes through the prepare kernel's
+// SMEM tile `kr`.
+namespace kda {
+namespace frag {
+
+constexpr bool RECORD_KR_BY_COLUMNS = false;
+
+__device__ __forceinline__ int record_kd_part(int r, int part) {
+  return kda_plan::WS_KD_OFFSET + r * 2 * kda_plan::HEAD_DIM + 16 * part;
+}
+__device__ __forceinline__ int record_qd_part(int r, int part) {
+  return kda_plan::WS_QD_OFFSET + r * 2 * kda_plan::HEAD_DIM + 16 * part;
+}
+__device__ __forceinline__ int record_kr_part(int r, int part) {
+  return kda_plan::WS_KR_OFFSET + r * 2 * kda_plan::HEAD_DIM + 16 * part;
+}
+__device__ __forceinline__ int record_tinv_at(int i, int j) {
+  return kda_plan::WS_TINV_OFFSET + 2 * (i * kda_plan::CHUNK_SIZE + j);
+}
+__device__ __forceinline__ int record_mqk_at(int i, int j) {
+  return kda_plan::WS_MQK_OFFSET + 2 * (i * kda_plan::CHUNK_SIZE + j);
+}
+__device__ __forceinline__ int record_kr_column(int, int) {
+  return 0; // not used: Kr is written by rows
+}
+__device__ __forceinline__ u8* kr_tile(u8* smem) {
+  return smem + kda_plan::prepare::KR_OFFSET;
+}
+__device__ __forceinline__ int kr_tile_pitch() {
+  return kda_plan::prepare::KR_PITCH;
+}
+
+} // namespace frag
+} // namespace kda

@@ -1,0 +1,211 @@
+// kdajit fragment: wgmma/recurrence
+// The serial chunk-to-chunk recurrence of one (sequence, head) on sm_90a
+// (spec section 2.3) with warpgroup MMAs: a CTA owns M_TILE value rows
+// [m0, m0 + M_TILE) (M_TILE / 64 warpgroups; M_TILE 64: two CTAs per pair);
+// warp w holds value rows m0 + 16 w .. +15 of the fp32 state in registers,
+// acc[0][nt] for key columns 8 nt .. 8 nt + 7 (nt < 16), the layout of
+// wgmma's m64nN accumulator and, once packed to bf16, of its register A
+// operand.
+// Per chunk (whole records and the valid V rows arrive in a STAGES-slot ring
+// by bulk copies counted on one mbarrier per slot):
+//   project: P^T = S Kd^T, O0^T = S Qd^T     2 x 8 x m64n16k16 (K = 128)
+//            from the packed bf16 state; then S diag(gamma) (decaying while
+//            they run made ptxas inject waits: the state is the previous
+//            update's accumulator)
+//   residual: Delta^T = beta (V - P)^T, rows past the sequence end selected to 0
+//   solve:   U^T = Delta^T T^T               m64n16k16
+//   update:  [S | O^T] = [S diag(gamma) | O0^T] + U^T [Kr^T; Mqk]^T
+//                                            m64n128k16 + m64n16k16
+// O0^T lives in one accumulator from the projection to the update: copying
+// it between accumulators (from an m64n32k16 [P^T | O0^T] into the tail of
+// an m64n144k16 [S | O^T], or into a separate one) made ptxas serialize every
+// wgmma (C7511, "insufficient register resources for the wgmma pipeline").
+//   store:   O (bf16) into one of two SMEM output tiles, stored to the
+//            output by the next iteration
+// Uses kda_plan::recurrence::* (RECORD, V, OUT, FULL) and kda_plan::WS_*.
+namespace kda {
+namespace frag {
+
+// Thread 0: the record of chunk `c` and its valid V rows into ring slot `slot`.
+__device__ __forceinline__ void issue_chunk_copies(const kda_plan::KdaParams& p, u8* slot, u64* full,
+                                                   const SequenceSpan& seq, int h, i64 c) {
+  namespace R = kda_plan::recurrence;
+  constexpr int C = kda_plan::CHUNK_SIZE;
+  constexpr int D = kda_plan::HEAD_DIM;
+  const u8* record =
+      p.workspace + ((seq.first_chunk + c) * p.heads + h) * static_cast<i64>(kda_plan::WS_RECORD_BYTES);
+  const i64 row0 = c * C;
+  const int valid = static_cast<int>(min(static_cast<i64>(C), seq.length - row0));
+  mbarrier_arrive_expect_tx(full, kda_plan::WS_RECORD_BYTES + valid * 2 * D);
+  bulk_copy_to_shared(slot + R::RECORD_OFFSET, record, kda_plan::WS_RECORD_BYTES, full);
+  const i64 token_pitch = static_cast<i64>(p.heads) * D * 2;
+  const u8* v_src = reinterpret_cast<const u8*>(p.v) + (seq.start + row0) * token_pitch + static_cast<i64>(h) * D * 2;
+  for (int r = 0; r < valid; ++r) {
+    bulk_copy_to_shared(slot + R::V_OFFSET + 2 * r * R::V_PITCH, v_src + r * token_pitch, 2 * D, full);
+  }
+}
+
+__device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
+  namespace R = kda_plan::recurrence;
+  constexpr int C = kda_plan::CHUNK_SIZE;
+  constexpr int D = kda_plan::HEAD_DIM;
+  constexpr int S = R::STAGES;
+  static_assert(C == 16 && D == 128, "wgmma recurrence: chunk 16, head dim 128");
+  static_assert(rows_per_warp() == 16 && kda_plan::M_TILE % 64 == 0, "warpgroups of 64 value rows, 16 per warp");
+  static_assert(R::RECORD_BYTES == kda_plan::WS_RECORD_BYTES, "one record per ring slot");
+  static_assert(R::FULL_BYTES >= 8 * S, "one mbarrier per ring slot");
+  static_assert(R::STAGE_BYTES % 16 == 0 && R::V_PITCH * 2 % 16 == 0, "bulk copy destinations 16-byte aligned");
+  extern __shared__ __align__(128) u8 smem[];
+  const int n = blockIdx.x;
+  const int h = blockIdx.y / row_blocks();
+  const int m0 = (blockIdx.y % row_blocks()) * kda_plan::M_TILE;
+  const SequenceSpan seq = sequence_span(p, n);
+  const i64 chunks = chunks_of(seq.length);
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  const int g = lane >> 2;
+  const int t = lane & 3;
+  const int lane_row = 8 * (lane >> 4) + (lane & 7); // ldmatrix: rows 8 (j / 2) + r
+  const int lane_col8 = 8 * ((lane >> 3) & 1);       // columns 8 (j % 2)
+  const int v_row = m0 + 16 * warp;                  // first value row of this warp
+
+  u64* const full = reinterpret_cast<u64*>(smem + R::FULL_OFFSET);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < S; ++s) {
+      mbarrier_init(full + s, 1);
+    }
+    mbarrier_init_fence();
+  }
+  float acc[1][16][4];
+  load_state(p, n, h, m0, acc);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int c = 0; c < S - 1 && c < chunks; ++c) {
+      issue_chunk_copies(p, smem + c * R::STAGE_BYTES, full + c, seq, h, c);
+    }
+  }
+  static_assert(R::OUT_BYTES == 2 * C * R::OUT_PITCH * 2, "two output tiles");
+  u8* const out_tiles = smem + R::OUT_OFFSET;
+  constexpr int k_out_tile_bytes = C * R::OUT_PITCH * 2;
+
+  for (i64 c = 0; c < chunks; ++c) {
+    __syncthreads(); // chunk c - 1 is done everywhere: its slot and output tile are free
+    if (c > 0) {
+      store_output_tile(p, out_tiles + ((c - 1) % 2) * k_out_tile_bytes, seq, h, m0, c - 1);
+    }
+    if (threadIdx.x == 0 && c + S - 1 < chunks) {
+      const int next = static_cast<int>((c + S - 1) % S);
+      issue_chunk_copies(p, smem + next * R::STAGE_BYTES, full + next, seq, h, c + S - 1);
+    }
+    const int slot_index = static_cast<int>(c % S);
+    u8* const slot = smem + slot_index * R::STAGE_BYTES;
+    mbarrier_wait(full + slot_index, static_cast<u32>((c / S) & 1));
+    const u8* const record = slot + R::RECORD_OFFSET;
+
+    // project
+    u32 sa[8][4];
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks) {
+      pack_a(acc[0][2 * ks], acc[0][2 * ks + 1], sa[ks]);
+    }
+    // decay: S diag(gamma), once the projections have the state's bf16 copy
+    const float* const gamma = reinterpret_cast<const float*>(record + kda_plan::WS_GAMMA_OFFSET);
+#pragma unroll
+    for (int nt = 0; nt < 16; ++nt) {
+      const float2 gm = *reinterpret_cast<const float2*>(gamma + 8 * nt + 2 * t);
+      acc[0][nt][0] *= gm.x;
+      acc[0][nt][1] *= gm.y;
+      acc[0][nt][2] *= gm.x;
+      acc[0][nt][3] *= gm.y;
+    }
+    float po[2][4]; // P^T
+    float o[2][4];  // O0^T, then O^T
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        po[j][e] = 0.0f;
+        o[j][e] = 0.0f;
+      }
+    }
+    const u64 kq = descriptor_at(kda_plan::WS_KQ_DESC, record + kda_plan::WS_KQ_OFFSET);
+    constexpr int k_qd_rows = C / 8 * kda_plan::WS_KQ_SBO; // Qd: N rows C .. 2C - 1
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks) {
+      const int k_bytes = 2 * ks * kda_plan::WS_KQ_LBO; // keys 16 ks .. 16 ks + 15
+      wgmma_m64n16k16_rs(po, sa[ks], kq + (k_bytes >> 4), ks > 0 ? 1 : 0);
+      wgmma_m64n16k16_rs(o, sa[ks], kq + ((k_bytes + k_qd_rows) >> 4), ks > 0 ? 1 : 0);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+
+    // residual: Delta^T[v][c] = beta_c (V[c][v] - P^T[v][c]) for valid rows c
+    const int valid = static_cast<int>(min(static_cast<i64>(C), seq.length - c * C));
+    const float* const beta = reinterpret_cast<const float*>(record + kda_plan::WS_BETA_OFFSET);
+    u32 vt[4];
+    ldmatrix_x4_trans(vt, slot + R::V_OFFSET + 2 * (lane_row * R::V_PITCH + v_row + lane_col8));
+    float dl[2][4];
+#pragma unroll
+    for (int nc = 0; nc < 2; ++nc) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const u32 pair = vt[2 * nc + half];
+        const int col = 8 * nc + 2 * t;
+        const float d0 = beta[col] * (bf16_bits_to_float(static_cast<u16>(pair & 0xffffu)) - po[nc][2 * half]);
+        const float d1 = beta[col + 1] * (bf16_bits_to_float(static_cast<u16>(pair >> 16)) - po[nc][2 * half + 1]);
+        dl[nc][2 * half] = col < valid ? d0 : 0.0f;
+        dl[nc][2 * half + 1] = col + 1 < valid ? d1 : 0.0f;
+      }
+    }
+    u32 da[4];
+    pack_a(dl[0], dl[1], da);
+
+    // solve: U^T = Delta^T T^T
+    float ut[2][4];
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        ut[j][e] = 0.0f;
+      }
+    }
+    wgmma_fence();
+    wgmma_m64n16k16_rs(ut, da, descriptor_at(kda_plan::WS_TINV_DESC, record + kda_plan::WS_TINV_OFFSET), 0);
+    wgmma_commit();
+    wgmma_wait<0>();
+    u32 ua[4];
+    pack_a(ut[0], ut[1], ua);
+
+    // update: [S | O^T] += U^T [Kr^T; Mqk]^T, as N 128 (state) and N 16 (output)
+    const u64 krm = descriptor_at(kda_plan::WS_KRM_DESC, record + kda_plan::WS_KRM_OFFSET);
+    constexpr int k_mqk_rows = D / 8 * kda_plan::WS_KRM_SBO; // Mqk: N rows D .. D + C - 1
+    wgmma_fence();
+    wgmma_m64n128k16_rs(acc[0], ua, krm, 1);
+    wgmma_m64n16k16_rs(o, ua, krm + (k_mqk_rows >> 4), 1);
+    wgmma_commit();
+    wgmma_wait<0>();
+
+    // store: O[c][v] into tile c % 2 (stored by the next iteration)
+    u8* const out_s = out_tiles + (c % 2) * k_out_tile_bytes;
+#pragma unroll
+    for (int nc = 0; nc < 2; ++nc) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int row = v_row + g + 8 * (e >> 1);
+        const int col = 8 * nc + 2 * t + (e & 1);
+        reinterpret_cast<u16*>(out_s)[col * R::OUT_PITCH + row] = float_to_bf16_bits(o[nc][e]);
+      }
+    }
+  }
+  __syncthreads();
+  if (chunks > 0) {
+    store_output_tile(p, out_tiles + ((chunks - 1) % 2) * k_out_tile_bytes, seq, h, m0, chunks - 1);
+  }
+  if (p.state_out != nullptr) {
+    store_state(p, n, h, m0, acc);
+  }
+}
+
+} // namespace frag
+} // namespace kda

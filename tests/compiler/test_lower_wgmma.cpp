@@ -1,0 +1,127 @@
+// The wgmma family (sm_90a): its workspace record is the SMEM image of the
+// recurrence's B operands, K-major core matrices without swizzle (PTX ISA
+// 9.7.15.5.1 "Shared Memory Matrix Layout"), copied whole into a ring slot;
+// the descriptors' constant fields come from the plan.
+#include "compiler/emit/emit_cuda.hpp"
+#include "compiler/encodings/smem_descriptor.hpp"
+#include "compiler/errors.hpp"
+#include "compiler/lower.hpp"
+#include "compiler/validated_schedule.hpp"
+#include "schedule_fixtures.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <set>
+
+using namespace kda;
+using Catch::Contains;
+
+namespace {
+
+const WorkspaceField& field(const KernelPlan& plan, const std::string& name) {
+  for (const WorkspaceField& f : plan.workspace.fields) {
+    if (f.name == name) {
+      return f;
+    }
+  }
+  FAIL("no workspace field " << name);
+  throw;
+}
+
+// The byte offset the record fragment uses for element (n, k).
+std::int64_t core_matrix_at(const WorkspaceField& f, int n, int k) {
+  return (k / 8) * f.core_lbo + (n / 8) * f.core_sbo + 16 * (n % 8) + 2 * (k % 8);
+}
+
+} // namespace
+
+TEST_CASE("wgmma record: operand fields tile their bytes exactly with the planned LBO and SBO", "[compiler][lower][wgmma]") {
+  const KernelPlan plan = test::lower_shipped("sm90_wgmma_c16", "sm_90a", LayoutKind::fixed);
+  struct Operand {
+    const char* name;
+    int n;
+    int k;
+  };
+  // KQ = [Kd; Qd] (N 32, K 128), TINV = T (N 16, K 16), KRM = [Kr^T; Mqk] (N 144, K 16)
+  for (const Operand& op : {Operand{"KQ", 32, 128}, Operand{"TINV", 16, 16}, Operand{"KRM", 144, 16}}) {
+    INFO(op.name);
+    const WorkspaceField& f = field(plan, op.name);
+    CHECK(f.bytes == 2 * op.n * op.k);
+    CHECK(f.core_sbo == 128);                 // 8 rows x 16 bytes: N-adjacent core matrices are contiguous
+    CHECK(f.core_lbo == (op.n / 8) * 128);    // K-adjacent ones follow all N groups
+    std::set<std::int64_t> seen;
+    for (int n = 0; n < op.n; ++n) {
+      for (int k = 0; k < op.k; ++k) {
+        const std::int64_t at = core_matrix_at(f, n, k);
+        CHECK(at >= 0);
+        CHECK(at + 2 <= f.bytes);
+        seen.insert(at);
+      }
+    }
+    CHECK(static_cast<std::int64_t>(seen.size()) == op.n * op.k); // a bijection onto the field
+    // one wgmma K step (16 keys) spans two core matrices along K: LBO apart
+    CHECK(core_matrix_at(f, 0, 8) - core_matrix_at(f, 0, 0) == f.core_lbo);
+    CHECK(core_matrix_at(f, 8, 0) - core_matrix_at(f, 0, 0) == f.core_sbo);
+  }
+  CHECK(field(plan, "KQ").offset == 0);
+  CHECK(field(plan, "TINV").offset == 8192);
+  CHECK(field(plan, "KRM").offset == 8704);
+  CHECK(field(plan, "BETA").offset == 13312);
+  CHECK(field(plan, "GAMMA").offset == 13376);
+  CHECK(plan.workspace.record_bytes == 13888);
+  CHECK(plan.workspace.image_buffer == "record");
+  CHECK(plan.wgmma_n == std::vector<int>{16, 128});
+}
+
+TEST_CASE("wgmma source: descriptor constants decode to the plan's layout", "[compiler][emit][wgmma]") {
+  const KernelPlan plan = test::lower_shipped("sm90_wgmma_c16", "sm_90a", LayoutKind::fixed);
+  const std::string text = emit_cuda(plan).text;
+  for (const char* name : {"KQ", "TINV", "KRM"}) {
+    const WorkspaceField& f = field(plan, name);
+    SmemDescriptorFields d;
+    d.leading_byte_offset = static_cast<std::uint32_t>(f.core_lbo);
+    d.stride_byte_offset = static_cast<std::uint32_t>(f.core_sbo);
+    const std::uint64_t encoded = encode_wgmma_descriptor(d);
+    CHECK_THAT(text, Contains(fmt::format("constexpr unsigned long long WS_{}_DESC = {:#x}ull;", name, encoded)));
+    const SmemDescriptorFields back = decode_wgmma_descriptor(encoded);
+    CHECK(back.start_address == 0); // added on the device
+    CHECK(back.leading_byte_offset == f.core_lbo);
+    CHECK(back.stride_byte_offset == f.core_sbo);
+    CHECK(back.swizzle == SmemSwizzle::none);
+  }
+  // KQ: LBO 512 (bits 16-29: 32), SBO 128 (bits 32-45: 8)
+  CHECK_THAT(text, Contains("WS_KQ_DESC = 0x800200000ull"));
+  CHECK_THAT(text, Contains("wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16"));
+  CHECK_THAT(text, Contains("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"));
+  CHECK_THAT(text, Contains("void wgmma_m64n128k16_rs(float (&d)[16][4]"));
+  CHECK_THAT(text, Contains("// ---- fragment wgmma/record_core_matrices ----"));
+}
+
+TEST_CASE("wgmma: the record image buffer must hold exactly one record", "[compiler][lower][wgmma]") {
+  nlohmann::json doc = test::shipped_schedule_json("sm90_wgmma_c16");
+  auto& buffers = doc["kernels"][1]["smem"]["buffers"];
+  REQUIRE(buffers[0]["name"] == "record");
+  buffers[0]["shape"] = {6936};
+  buffers[0]["region"] = "shared";
+  const Schedule s = parse_schedule(doc, "edited.json");
+  try {
+    lower(validate(s, test::target_named("sm_90a")), ShapeKey{});
+    FAIL("lowering should fail");
+  } catch (const ScheduleError& e) {
+    std::string all;
+    for (const Diagnostic& d : e.diagnostics()) {
+      all += d.to_string() + "\n";
+    }
+    CHECK_THAT(all, Contains("/kernels/1/smem/buffers/0/shape: buffer 'record' receives one workspace record per bulk "
+                             "copy: it must hold exactly 13888 bytes (the generator's record), not 13872"));
+    CHECK_THAT(all, Contains("/kernels/1/smem/buffers/0/region: buffer 'record' receives a record per chunk"));
+  }
+}
+
+TEST_CASE("wgmma schedules need sm_90a", "[compiler][lower][wgmma]") {
+  nlohmann::json doc = test::shipped_schedule_json("sm90_wgmma_c16");
+  doc["targets"] = {"sm_90"};
+  const Schedule s = parse_schedule(doc, "edited.json");
+  CHECK_THROWS_AS(validate(s, test::target_named("sm_90")), ScheduleError);
+}
