@@ -53,6 +53,13 @@ struct PipelinePlan {
   int producer_groups = 1;
 };
 
+/// A named group of consecutive warps (schedule `warp_roles`, in order).
+struct WarpRolePlan {
+  std::string name;   ///< constant prefix (upper case): MMA_WARPS, MMA_FIRST_WARP
+  int warps = 0;
+  int first_warp = 0;
+};
+
 /// One `extern "C"` entry point of the module.
 struct EntryPlan {
   std::string entry_name;   ///< kda_prefill_<schedule>_<kernel>
@@ -63,6 +70,7 @@ struct EntryPlan {
   std::string plan_namespace; ///< kda_plan::<this> holds its constants
   LaunchPlan launch;
   PipelinePlan pipeline;
+  std::vector<WarpRolePlan> roles;
   std::vector<SmemSymbol> smem;
   std::int64_t stage_bytes = 0;
   int launch_order = 0;     ///< entries launch in this order

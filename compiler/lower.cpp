@@ -23,6 +23,7 @@ KernelPlan lower(const ValidatedSchedule& v, const ShapeKey& shape) {
   plan.entries = plan_entries(v, recipe, shape);
   plan_pipeline(v, plan.entries);
   place_smem(v, recipe, plan.entries);
+  plan_warp_roles(v, recipe, plan.entries);
   plan_launch(v, recipe, plan.entries);
   plan.abi = plan_arg_abi();
   plan.workspace = plan_workspace(recipe);

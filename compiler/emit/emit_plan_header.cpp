@@ -30,6 +30,10 @@ void emit_entry_constants(const EntryPlan& e, SourceWriter& out) {
   constant(out, "PRODUCER_GROUPS", e.pipeline.producer_groups);
   constant(out, "STAGE_BYTES", e.stage_bytes);
   constant(out, "SMEM_BYTES", e.launch.dynamic_smem);
+  for (const WarpRolePlan& r : e.roles) {
+    constant(out, r.name + "_WARPS", r.warps);
+    constant(out, r.name + "_FIRST_WARP", r.first_warp);
+  }
   for (const SmemSymbol& s : e.smem) {
     constant(out, s.name + "_OFFSET", s.offset);
     constant(out, s.name + "_BYTES", s.bytes);

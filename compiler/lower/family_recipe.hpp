@@ -17,8 +17,9 @@ struct KernelRecipe {
   KernelRole role = KernelRole::fused;
   std::string fragment;
   std::string call;
-  int threads = 128;
   std::vector<std::string> buffers; ///< exactly the SMEM buffers the fragment uses
+  std::vector<std::string> roles;   ///< exactly the warp roles the fragment assigns work to
+  int threads = 0;                  ///< only for an entry no schedule kernel declares (chunk offsets)
 };
 
 struct FamilyRecipe {

@@ -24,6 +24,10 @@ void plan_pipeline(const ValidatedSchedule& schedule, std::vector<EntryPlan>& en
 /// fragment needs exists, and every buffer of the plan is used by it.
 void place_smem(const ValidatedSchedule& schedule, const FamilyRecipe& recipe, std::vector<EntryPlan>& entries);
 
+/// Warp roles of each entry (first warp and count, in schedule order); the
+/// roles must be exactly the ones the fragment assigns work to.
+void plan_warp_roles(const ValidatedSchedule& schedule, const FamilyRecipe& recipe, std::vector<EntryPlan>& entries);
+
 /// Threads, grid rule and dynamic SMEM of each entry.
 void plan_launch(const ValidatedSchedule& schedule, const FamilyRecipe& recipe, std::vector<EntryPlan>& entries);
 

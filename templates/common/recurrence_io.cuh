@@ -3,7 +3,7 @@
 // warp owns, the fp32 state in m16n8k16 accumulator fragments (which wgmma's
 // m64nN accumulators match warp by warp), its in-place load and store (spec
 // section 1.4), and the store of an output tile from SMEM.
-// Uses kda_plan::recurrence::THREADS and kda_plan::M_TILE.
+// Uses kda_plan::recurrence::MMA_WARPS, THREADS and kda_plan::M_TILE.
 namespace kda {
 namespace frag {
 
@@ -15,8 +15,9 @@ __device__ __forceinline__ void pack_a(const float (&lo)[4], const float (&hi)[4
   a[3] = pack_bf16x2(hi[2], hi[3]);
 }
 
+// The warps that hold the state (role "mma"); other roles (a producer) come after them.
 constexpr int recurrence_warps() {
-  return kda_plan::recurrence::THREADS / 32;
+  return kda_plan::recurrence::MMA_WARPS;
 }
 constexpr int rows_per_warp() {
   return kda_plan::M_TILE / recurrence_warps();

@@ -21,6 +21,11 @@ __device__ __forceinline__ void mbarrier_arrive_expect_tx(u64* bar, u32 bytes) {
                : "memory");
 }
 
+// One arrival (no transactions).
+__device__ __forceinline__ void mbarrier_arrive(u64* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_address(bar)) : "memory");
+}
+
 // Waits until the phase with the given parity has completed.
 __device__ __forceinline__ void mbarrier_wait(u64* bar, u32 parity) {
   asm volatile("{\n"

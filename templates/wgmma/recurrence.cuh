@@ -6,8 +6,17 @@
 // acc[0][nt] for key columns 8 nt .. 8 nt + 7 (nt < 16), the layout of
 // wgmma's m64nN accumulator and, once packed to bf16, of its register A
 // operand.
-// Per chunk (whole records and the valid V rows arrive in a STAGES-slot ring
-// by bulk copies counted on one mbarrier per slot):
+// Warp roles: MMA_WARPS warps hold the state; one producer warp (lane 0)
+// fills a STAGES-slot ring ahead of them: per chunk one bulk copy of the whole
+// record, counted on the slot's `full` mbarrier; it refills a slot once every
+// MMA warp has arrived on its `empty` mbarrier. Each MMA warp loads its own
+// 16 value columns of V into the slot with one cp.async per lane, STAGES - 1
+// chunks ahead (per-row bulk copies by the producer, 17 per chunk, each in a
+// ptxas uniform-operand loop, left the MMA warps waiting on `full` for 26 % of
+// the samples). The
+// MMA warps never wait for each other beyond their warpgroup's wgmma: no CTA
+// barrier inside the chunk loop.
+// Per chunk and MMA warp:
 //   project: P^T = S Kd^T, O0^T = S Qd^T     2 x 8 x m64n16k16 (K = 128)
 //            from the packed bf16 state; then S diag(gamma) (decaying while
 //            they run made ptxas inject waits: the state is the previous
@@ -20,28 +29,82 @@
 // it between accumulators (from an m64n32k16 [P^T | O0^T] into the tail of
 // an m64n144k16 [S | O^T], or into a separate one) made ptxas serialize every
 // wgmma (C7511, "insufficient register resources for the wgmma pipeline").
-//   store:   O (bf16) into one of two SMEM output tiles, stored to the
-//            output by the next iteration
-// Uses kda_plan::recurrence::* (RECORD, V, OUT, FULL) and kda_plan::WS_*.
+//   release: arrive on the slot's `empty` barrier
+//   store:   O (bf16) through the warp's 16 columns of the SMEM output tile,
+//            16-byte stores of the valid rows by the warp itself
+// Uses kda_plan::recurrence::* (RECORD, V, OUT, FULL, EMPTY, MMA_*, PRODUCER_*) and kda_plan::WS_*.
 namespace kda {
 namespace frag {
 
-// Thread 0: the record of chunk `c` and its valid V rows into ring slot `slot`.
-__device__ __forceinline__ void issue_chunk_copies(const kda_plan::KdaParams& p, u8* slot, u64* full,
-                                                   const SequenceSpan& seq, int h, i64 c) {
+// The producer: the record of chunk `c` into ring slot `slot`, one bulk copy.
+__device__ __forceinline__ void issue_record_copy(const kda_plan::KdaParams& p, u8* slot, u64* full,
+                                                  const SequenceSpan& seq, int h, i64 c) {
+  namespace R = kda_plan::recurrence;
+  const u8* record =
+      p.workspace + ((seq.first_chunk + c) * p.heads + h) * static_cast<i64>(kda_plan::WS_RECORD_BYTES);
+  mbarrier_arrive_expect_tx(full, kda_plan::WS_RECORD_BYTES);
+  bulk_copy_to_shared(slot + R::RECORD_OFFSET, record, kda_plan::WS_RECORD_BYTES, full);
+}
+
+// An MMA warp: its 16 value columns of chunk c's V rows into the slot's V
+// tile, one 16-byte cp.async per lane (row lane / 2, columns v_row + 8 (lane %
+// 2) ..), rows past the sequence end zero-filled. Only this warp reads these
+// columns, so the warp's own cp.async groups order them.
+__device__ __forceinline__ void load_warp_v_async(const kda_plan::KdaParams& p, u8* slot, const SequenceSpan& seq,
+                                                  int h, int v_row, i64 c) {
   namespace R = kda_plan::recurrence;
   constexpr int C = kda_plan::CHUNK_SIZE;
   constexpr int D = kda_plan::HEAD_DIM;
-  const u8* record =
-      p.workspace + ((seq.first_chunk + c) * p.heads + h) * static_cast<i64>(kda_plan::WS_RECORD_BYTES);
-  const i64 row0 = c * C;
-  const int valid = static_cast<int>(min(static_cast<i64>(C), seq.length - row0));
-  mbarrier_arrive_expect_tx(full, kda_plan::WS_RECORD_BYTES + valid * 2 * D);
-  bulk_copy_to_shared(slot + R::RECORD_OFFSET, record, kda_plan::WS_RECORD_BYTES, full);
-  const i64 token_pitch = static_cast<i64>(p.heads) * D * 2;
-  const u8* v_src = reinterpret_cast<const u8*>(p.v) + (seq.start + row0) * token_pitch + static_cast<i64>(h) * D * 2;
-  for (int r = 0; r < valid; ++r) {
-    bulk_copy_to_shared(slot + R::V_OFFSET + 2 * r * R::V_PITCH, v_src + r * token_pitch, 2 * D, full);
+  const int lane = threadIdx.x & 31;
+  const int r = lane >> 1;
+  const int col = v_row + 8 * (lane & 1);
+  const bool ok = r < seq.length - c * C;
+  const i64 at = ok ? ((seq.start + c * C + r) * p.heads + h) * D * 2 + 2 * col : 0;
+  cp_async_16(slot + R::V_OFFSET + 2 * (r * R::V_PITCH + col), reinterpret_cast<const u8*>(p.v) + at, ok);
+}
+
+// The warp's O^T fragment (value rows v_row .. v_row + 15, chunk rows c) to the
+// output: transposed through the warp's 16 columns of the SMEM tile, then one
+// 16-byte store per lane (chunk row lane / 2, value columns 8 (lane % 2) ..).
+__device__ __forceinline__ void store_warp_output(const kda_plan::KdaParams& p, u8* tile, const float (&o)[2][4],
+                                                  const SequenceSpan& seq, int h, int v_row, i64 c) {
+  namespace R = kda_plan::recurrence;
+  constexpr int C = kda_plan::CHUNK_SIZE;
+  constexpr int D = kda_plan::HEAD_DIM;
+  const int lane = threadIdx.x & 31;
+  const int g = lane >> 2;
+  const int t = lane & 3;
+  __syncwarp(); // the previous chunk's reads of these columns are done
+#pragma unroll
+  for (int nc = 0; nc < 2; ++nc) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int row = v_row + g + 8 * (e >> 1);
+      const int col = 8 * nc + 2 * t + (e & 1);
+      reinterpret_cast<u16*>(tile)[col * R::OUT_PITCH + row] = float_to_bf16_bits(o[nc][e]);
+    }
+  }
+  __syncwarp();
+  const int r = lane >> 1;
+  const int valid = static_cast<int>(min(static_cast<i64>(C), seq.length - c * C));
+  if (r < valid) {
+    const int col = v_row + 8 * (lane & 1);
+    const i64 at = ((seq.start + c * C + r) * p.heads + h) * D * 2 + 2 * col;
+    *reinterpret_cast<uint4*>(reinterpret_cast<u8*>(p.out) + at) =
+        *reinterpret_cast<const uint4*>(tile + 2 * (r * R::OUT_PITCH + col));
+  }
+}
+
+__device__ __forceinline__ void produce(const kda_plan::KdaParams& p, u8* smem, u64* full, u64* empty,
+                                        const SequenceSpan& seq, int h, i64 chunks) {
+  namespace R = kda_plan::recurrence;
+  constexpr int S = R::STAGES;
+  for (i64 c = 0; c < chunks; ++c) {
+    const int slot = static_cast<int>(c % S);
+    if (c >= S) {
+      mbarrier_wait(empty + slot, static_cast<u32>((c / S - 1) & 1)); // chunk c - S has left the slot
+    }
+    issue_record_copy(p, smem + slot * R::STAGE_BYTES, full + slot, seq, h, c);
   }
 }
 
@@ -52,9 +115,13 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
   constexpr int S = R::STAGES;
   static_assert(C == 16 && D == 128, "wgmma recurrence: chunk 16, head dim 128");
   static_assert(rows_per_warp() == 16 && kda_plan::M_TILE % 64 == 0, "warpgroups of 64 value rows, 16 per warp");
+  static_assert(R::MMA_FIRST_WARP == 0 && R::PRODUCER_WARPS == 1 && R::PRODUCER_FIRST_WARP == R::MMA_WARPS,
+                "MMA warps first, then one producer warp");
   static_assert(R::RECORD_BYTES == kda_plan::WS_RECORD_BYTES, "one record per ring slot");
-  static_assert(R::FULL_BYTES >= 8 * S, "one mbarrier per ring slot");
-  static_assert(R::STAGE_BYTES % 16 == 0 && R::V_PITCH * 2 % 16 == 0, "bulk copy destinations 16-byte aligned");
+  static_assert(R::FULL_BYTES >= 8 * S && R::EMPTY_BYTES >= 8 * S, "one full and one empty mbarrier per ring slot");
+  static_assert(R::STAGE_BYTES % 16 == 0 && R::V_PITCH * 2 % 16 == 0 && R::OUT_PITCH * 2 % 16 == 0,
+                "bulk copy destinations and output rows 16-byte aligned");
+  static_assert(R::OUT_BYTES >= C * R::OUT_PITCH * 2, "one output tile");
   extern __shared__ __align__(128) u8 smem[];
   const int n = blockIdx.x;
   const int h = blockIdx.y / row_blocks();
@@ -63,45 +130,47 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
   const i64 chunks = chunks_of(seq.length);
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
-  const int g = lane >> 2;
   const int t = lane & 3;
   const int lane_row = 8 * (lane >> 4) + (lane & 7); // ldmatrix: rows 8 (j / 2) + r
   const int lane_col8 = 8 * ((lane >> 3) & 1);       // columns 8 (j % 2)
-  const int v_row = m0 + 16 * warp;                  // first value row of this warp
+  const int v_row = m0 + 16 * warp;                  // first value row of an MMA warp
 
   u64* const full = reinterpret_cast<u64*>(smem + R::FULL_OFFSET);
+  u64* const empty = reinterpret_cast<u64*>(smem + R::EMPTY_OFFSET);
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
       mbarrier_init(full + s, 1);
+      mbarrier_init(empty + s, R::MMA_WARPS);
     }
     mbarrier_init_fence();
   }
+  __syncthreads(); // the last CTA-wide barrier: from here on the roles only meet at mbarriers
+  if (warp == R::PRODUCER_FIRST_WARP) {
+    if (lane == 0) {
+      produce(p, smem, full, empty, seq, h, chunks);
+    }
+    return;
+  }
+
+  for (int c = 0; c < S - 1; ++c) {
+    if (c < chunks) {
+      load_warp_v_async(p, smem + c * R::STAGE_BYTES, seq, h, v_row, c);
+    }
+    cp_async_commit();
+  }
   float acc[1][16][4];
   load_state(p, n, h, m0, acc);
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int c = 0; c < S - 1 && c < chunks; ++c) {
-      issue_chunk_copies(p, smem + c * R::STAGE_BYTES, full + c, seq, h, c);
-    }
-  }
-  static_assert(R::OUT_BYTES == 2 * C * R::OUT_PITCH * 2, "two output tiles");
-  u8* const out_tiles = smem + R::OUT_OFFSET;
-  constexpr int k_out_tile_bytes = C * R::OUT_PITCH * 2;
+  u8* const out_tile = smem + R::OUT_OFFSET;
 
   for (i64 c = 0; c < chunks; ++c) {
-    __syncthreads(); // chunk c - 1 is done everywhere: its slot and output tile are free
-    if (c > 0) {
-      store_output_tile(p, out_tiles + ((c - 1) % 2) * k_out_tile_bytes, seq, h, m0, c - 1);
-    }
-    if (threadIdx.x == 0 && c + S - 1 < chunks) {
-      const int next = static_cast<int>((c + S - 1) % S);
-      issue_chunk_copies(p, smem + next * R::STAGE_BYTES, full + next, seq, h, c + S - 1);
-    }
     const int slot_index = static_cast<int>(c % S);
     u8* const slot = smem + slot_index * R::STAGE_BYTES;
+    if (c + S - 1 < chunks) { // into the slot chunk c - 1 used: this warp is done with its columns there
+      load_warp_v_async(p, smem + static_cast<int>((c + S - 1) % S) * R::STAGE_BYTES, seq, h, v_row, c + S - 1);
+    }
+    cp_async_commit();
     mbarrier_wait(full + slot_index, static_cast<u32>((c / S) & 1));
     const u8* const record = slot + R::RECORD_OFFSET;
-
     // project
     u32 sa[8][4];
 #pragma unroll
@@ -143,6 +212,8 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
     // residual: Delta^T[v][c] = beta_c (V[c][v] - P^T[v][c]) for valid rows c
     const int valid = static_cast<int>(min(static_cast<i64>(C), seq.length - c * C));
     const float* const beta = reinterpret_cast<const float*>(record + kda_plan::WS_BETA_OFFSET);
+    cp_async_wait<S - 1>(); // this warp's V columns of chunk c
+    __syncwarp();
     u32 vt[4];
     ldmatrix_x4_trans(vt, slot + R::V_OFFSET + 2 * (lane_row * R::V_PITCH + v_row + lane_col8));
     float dl[2][4];
@@ -186,22 +257,12 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
     wgmma_commit();
     wgmma_wait<0>();
 
-    // store: O[c][v] into tile c % 2 (stored by the next iteration)
-    u8* const out_s = out_tiles + (c % 2) * k_out_tile_bytes;
-#pragma unroll
-    for (int nc = 0; nc < 2; ++nc) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int row = v_row + g + 8 * (e >> 1);
-        const int col = 8 * nc + 2 * t + (e & 1);
-        reinterpret_cast<u16*>(out_s)[col * R::OUT_PITCH + row] = float_to_bf16_bits(o[nc][e]);
-      }
+    if (lane == 0) {
+      mbarrier_arrive(empty + slot_index); // this warp has read the slot (V, record) for the last time
     }
+    store_warp_output(p, out_tile, o, seq, h, v_row, c);
   }
-  __syncthreads();
-  if (chunks > 0) {
-    store_output_tile(p, out_tiles + ((chunks - 1) % 2) * k_out_tile_bytes, seq, h, m0, chunks - 1);
-  }
+  cp_async_wait<0>();
   if (p.state_out != nullptr) {
     store_state(p, n, h, m0, acc);
   }

@@ -125,3 +125,24 @@ TEST_CASE("wgmma schedules need sm_90a", "[compiler][lower][wgmma]") {
   const Schedule s = parse_schedule(doc, "edited.json");
   CHECK_THROWS_AS(validate(s, test::target_named("sm_90")), ScheduleError);
 }
+
+TEST_CASE("wgmma: the recurrence needs exactly the mma and producer warp roles", "[compiler][lower][wgmma]") {
+  const KernelPlan plan = test::lower_shipped("sm90_wgmma_c16", "sm_90a", LayoutKind::fixed);
+  const EntryPlan& recurrence = plan.entries.back();
+  REQUIRE(recurrence.roles.size() == 2);
+  CHECK(recurrence.roles[0].name == "MMA");
+  CHECK(recurrence.roles[0].warps == 8);
+  CHECK(recurrence.roles[0].first_warp == 0);
+  CHECK(recurrence.roles[1].name == "PRODUCER");
+  CHECK(recurrence.roles[1].first_warp == 8);
+  CHECK(recurrence.launch.threads == 288);
+  const std::string text = emit_cuda(plan).text;
+  CHECK_THAT(text, Contains("constexpr int PRODUCER_FIRST_WARP = 8;"));
+
+  nlohmann::json doc = test::shipped_schedule_json("sm90_wgmma_c16");
+  doc["kernels"][1]["warp_roles"].erase(1);
+  const Schedule s = parse_schedule(doc, "edited.json");
+  CHECK_THROWS_WITH(lower(validate(s, test::target_named("sm_90a")), ShapeKey{}),
+                    Contains("fragment wgmma/recurrence assigns work to the warp roles mma, producer; kernel "
+                             "'recurrence' declares mma"));
+}
