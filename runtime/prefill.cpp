@@ -67,7 +67,7 @@ const TuningTable& tuning_table() {
   static const TuningTable k_table = [] {
     const std::optional<std::string> path =
         tuning_table_path(KernelRegistry::instance().disk_cache().config().root);
-    return path ? TuningTable::load(*path) : TuningTable{};
+    return routing_tuning_table(path);
   }();
   return k_table;
 }

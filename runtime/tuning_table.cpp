@@ -123,4 +123,33 @@ std::optional<std::string> tuning_table_path(const std::optional<std::string>& c
   return std::nullopt;
 }
 
+const TuningTable& TuningTable::shipped() {
+  static const TuningTable k_table = [] {
+    TuningTable t;
+    for (const EmbeddedFile& f : embedded_tuning_tables()) {
+      const std::optional<TuningTable> one = from_json(nlohmann::json::parse(f.text, nullptr, false));
+      if (!one) {
+        throw InternalError(fmt::format("tuning/{}.json is not a tuning table of format {}", f.name, k_format_version));
+      }
+      t.fill_from(*one);
+    }
+    return t;
+  }();
+  return k_table;
+}
+
+void TuningTable::fill_from(const TuningTable& other) {
+  for (const auto& [device, classes] : other.m_entries) {
+    for (const auto& [name, schedule] : classes) {
+      m_entries[device].emplace(name, schedule);
+    }
+  }
+}
+
+TuningTable routing_tuning_table(const std::optional<std::string>& path) {
+  TuningTable t = path ? TuningTable::load(*path) : TuningTable{};
+  t.fill_from(TuningTable::shipped());
+  return t;
+}
+
 } // namespace kda

@@ -66,7 +66,7 @@ int route_command(const std::vector<std::string>& args, std::ostream& out, std::
   request.schedule = parsed.option("--schedule");
   const std::optional<std::string> table_path =
       tuning_table_path(KernelRegistry::instance().disk_cache().config().root);
-  const TuningTable table = table_path ? TuningTable::load(*table_path) : TuningTable{};
+  const TuningTable table = routing_tuning_table(table_path);
   request.tuning = &table;
   const RouteDecision d = route(shipped_schedules(), device, problem, request);
   out << fmt::format("CC {}.{}, {} SMs, NVRTC {}.{}; {} layout, {} state, {} sequences x {} heads\n", device.cc_major,

@@ -82,3 +82,24 @@ TEST_CASE("routing follows the tuning table among eligible schedules", "[runtime
   forced.schedule = "portable_c16";
   CHECK(route(shipped_schedules(), h200(), problem(1, 96), forced).schedule->name == "portable_c16");
 }
+
+TEST_CASE("the shipped tuning tables name shipped schedules and sit under local entries", "[runtime][tuning]") {
+  const TuningTable& shipped = TuningTable::shipped();
+  REQUIRE_FALSE(shipped.empty());
+  for (ShapeClass c : {ShapeClass::few, ShapeClass::one_wave, ShapeClass::two_waves, ShapeClass::many}) {
+    const std::optional<std::string> name = shipped.lookup("cc9.0-sm132", c);
+    REQUIRE(name);
+    CHECK(find_shipped_schedule(*name) != nullptr);
+  }
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("kdajit-tune-local-" + std::to_string(getpid()) + ".json")).string();
+  TuningTable local;
+  local.set("cc9.0-sm132", ShapeClass::many, "portable_c16");
+  local.save(path);
+  const TuningTable routing = routing_tuning_table(path);
+  CHECK(routing.lookup("cc9.0-sm132", ShapeClass::many) == "portable_c16");                    // local wins
+  CHECK(routing.lookup("cc9.0-sm132", ShapeClass::few) == shipped.lookup("cc9.0-sm132", ShapeClass::few)); // shipped fills
+  CHECK(routing_tuning_table(std::nullopt).lookup("cc9.0-sm132", ShapeClass::one_wave) ==
+        shipped.lookup("cc9.0-sm132", ShapeClass::one_wave));
+  std::filesystem::remove(path);
+}
