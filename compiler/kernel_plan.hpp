@@ -46,6 +46,7 @@ struct LaunchPlan {
   GridRule grid = GridRule::sequences_by_heads;
   int threads = 128;
   std::int64_t dynamic_smem = 0;
+  int min_blocks_per_sm = 0; ///< __launch_bounds__'s second argument; 0: none
 };
 
 struct PipelinePlan {

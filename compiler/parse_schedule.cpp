@@ -143,6 +143,7 @@ void read_kernel_body(ObjectReader& r, KernelDecl& kernel, std::vector<Diagnosti
   kernel.phases = read_string_list(r, "phases", true, sink);
   kernel.pipeline = read_pipeline(r, sink);
   kernel.warp_roles = read_warp_roles(r, sink);
+  kernel.min_blocks_per_sm = narrow_int(r.integer("min_blocks_per_sm", false), 0);
   if (const json* smem = r.field("smem", true)) {
     kernel.smem = read_smem(*smem, r.path_of("smem"), sink);
   }
@@ -257,7 +258,7 @@ Schedule parse_schedule(const json& document, const std::string& source) {
     }
     s.kernels.push_back(std::move(kernel));
   } else {
-    for (const char* key : {"phases", "pipeline", "warp_roles", "smem"}) {
+    for (const char* key : {"phases", "pipeline", "warp_roles", "smem", "min_blocks_per_sm"}) {
       if (r.field(key, false) != nullptr) {
         r.report(key, fmt::format("'{}' belongs to each entry of 'kernels' in a decomposed schedule", key));
       }

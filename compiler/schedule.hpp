@@ -70,6 +70,10 @@ struct KernelDecl {
   PipelineDecl pipeline;
   std::vector<WarpRole> warp_roles;
   SmemDecl smem;
+  /// CTAs per SM the kernel is built for (`__launch_bounds__` second
+  /// argument; ptxas then keeps registers within 65,536 / (threads x this)).
+  /// 0: not requested. Validated against the target's SMEM and threads per SM.
+  int min_blocks_per_sm = 0;
   std::string json_path; ///< "" for a fused schedule's top level, "/kernels/i" otherwise
 
   int warps() const;

@@ -7,6 +7,8 @@
 #include <set>
 
 namespace kda {
+
+constexpr std::int64_t k_reserved_smem_per_block = 1'024;
 namespace {
 
 constexpr std::int64_t k_max_alignment = 1024; // the 128-byte swizzle atom repeat
@@ -132,8 +134,35 @@ void check_smem_aliasing(const KernelDecl& kernel, const SmemLayout& layout, std
   }
 }
 
+void check_blocks_per_sm(const KernelDecl& kernel, const SmemLayout& layout, const Target& target,
+                         std::vector<Diagnostic>& sink) {
+  const int n = kernel.min_blocks_per_sm;
+  if (n == 0) {
+    return;
+  }
+  const std::string path = kernel.json_path + "/min_blocks_per_sm";
+  if (n < 1 || n > 32) {
+    sink.push_back({path, fmt::format("{} blocks per SM is outside 1..32", n)});
+    return;
+  }
+  // The driver reserves 1 KB of shared memory per resident block (sm_80 and later).
+  const std::int64_t per_block = layout.total_bytes + k_reserved_smem_per_block;
+  if (per_block * n > target.smem_per_sm) {
+    sink.push_back({path, fmt::format("{} blocks of {} B SMEM (+ {} B reserved each) need {} B, more than {}'s {} B "
+                                      "per SM",
+                                      n, with_thousands(layout.total_bytes), k_reserved_smem_per_block,
+                                      with_thousands(per_block * n), target.name,
+                                      with_thousands(target.smem_per_sm))});
+  }
+  if (kernel.threads() * n > target.max_threads_per_sm) {
+    sink.push_back({path, fmt::format("{} blocks of {} threads exceed {}'s {} threads per SM", n, kernel.threads(),
+                                      target.name, with_thousands(target.max_threads_per_sm))});
+  }
+}
+
 void check_smem_budget(const KernelDecl& kernel, const SmemLayout& layout, const Target& target,
                        std::vector<Diagnostic>& sink) {
+  check_blocks_per_sm(kernel, layout, target, sink);
   if (layout.total_bytes <= target.max_smem_per_block) {
     return;
   }

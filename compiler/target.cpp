@@ -6,16 +6,20 @@ namespace kda {
 namespace {
 
 // Numbers from architecture.md ("Targets and what can be verified here"). The
-// SMEM figure is the opt-in maximum per block (cudaDevAttrMaxSharedMemoryPerBlockOptin).
+// SMEM figure is the opt-in maximum per block (cudaDevAttrMaxSharedMemoryPerBlockOptin);
+// per SM: the CUDA C Programming Guide's compute-capability table (228 KB on
+// 9.0 / 10.x, 164 KB on 8.0, 100 KB on 12.0; 2,048 threads, 1,536 on 12.0).
 const std::vector<Target>& target_table() {
   static const std::vector<Target> k_targets = {
-      {"sm_80", 8, 0, ArchVariant::plain, 166'912, 0, 0, {Family::warp_mma}},
-      {"sm_90", 9, 0, ArchVariant::plain, 232'448, 0, 0, {Family::warp_mma}},
-      {"sm_90a", 9, 0, ArchVariant::arch_specific, 232'448, 0, 0, {Family::warp_mma, Family::wgmma}},
-      {"sm_100a", 10, 0, ArchVariant::arch_specific, 232'448, 512, 128, {Family::warp_mma, Family::tcgen05}},
-      {"sm_100f", 10, 0, ArchVariant::family, 232'448, 512, 128, {Family::warp_mma, Family::tcgen05}},
-      {"sm_103a", 10, 3, ArchVariant::arch_specific, 232'448, 512, 128, {Family::warp_mma, Family::tcgen05}},
-      {"sm_120a", 12, 0, ArchVariant::arch_specific, 101'376, 0, 0, {Family::warp_mma}},
+      {"sm_80", 8, 0, ArchVariant::plain, 166'912, 0, 0, {Family::warp_mma}, 167'936, 2048},
+      {"sm_90", 9, 0, ArchVariant::plain, 232'448, 0, 0, {Family::warp_mma}, 233'472, 2048},
+      {"sm_90a", 9, 0, ArchVariant::arch_specific, 232'448, 0, 0, {Family::warp_mma, Family::wgmma}, 233'472, 2048},
+      {"sm_100a", 10, 0, ArchVariant::arch_specific, 232'448, 512, 128, {Family::warp_mma, Family::tcgen05}, 233'472,
+       2048},
+      {"sm_100f", 10, 0, ArchVariant::family, 232'448, 512, 128, {Family::warp_mma, Family::tcgen05}, 233'472, 2048},
+      {"sm_103a", 10, 3, ArchVariant::arch_specific, 232'448, 512, 128, {Family::warp_mma, Family::tcgen05}, 233'472,
+       2048},
+      {"sm_120a", 12, 0, ArchVariant::arch_specific, 101'376, 0, 0, {Family::warp_mma}, 102'400, 1536},
   };
   return k_targets;
 }

@@ -26,6 +26,8 @@ struct Target {
   int tmem_columns = 0;                ///< 0: no tensor memory
   int tmem_lanes = 0;
   std::vector<Family> families;        ///< families whose instructions compile here
+  std::int64_t smem_per_sm = 0;        ///< shared memory of one SM (blocks share it)
+  int max_threads_per_sm = 0;
 
   bool allows(Family family) const;
 };

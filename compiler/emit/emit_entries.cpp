@@ -9,8 +9,11 @@ namespace kda {
 void emit_entries(const KernelPlan& plan, SourceWriter& out) {
   for (const EntryPlan& e : plan.entries) {
     out.blank();
+    const std::string bounds = e.launch.min_blocks_per_sm > 0
+                                   ? fmt::format("{}, {}", e.launch.threads, e.launch.min_blocks_per_sm)
+                                   : fmt::format("{}", e.launch.threads);
     out.open(fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ kda_plan::KdaParams p)",
-                         e.launch.threads, e.entry_name));
+                         bounds, e.entry_name));
     out.line(fmt::format("{}(p);", e.call));
     out.close();
   }

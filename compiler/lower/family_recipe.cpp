@@ -8,7 +8,7 @@ namespace kda {
 
 const std::vector<FamilyRecipe>& all_family_recipes() {
   static const std::vector<std::string> k_prepare_buffers = {
-      "q_raw", "k_raw", "g_raw", "kd", "qd", "ki", "kd_lo", "qd_lo", "ki_lo", "lmat", "row_sums", "rnorm", "beta"};
+      "q_raw", "k_raw", "g_raw", "kd", "qd", "ki", "kd_lo", "qd_lo", "ki_lo", "lmat", "rnorm", "beta"};
   static const std::vector<FamilyRecipe> k_recipes = {
       {
           "warp_mma_decomposed_c16",

@@ -3,10 +3,10 @@
 // one thread per key column, 4 warps:
 //   load:   q, k, g rows into SMEM tiles with 16-byte cp.async (padded rows
 //           zero-filled)
+//   norm:   warps 0 and 1: diag(Q Q^T) and diag(K K^T) by mma.sync from the
+//           raw tiles (bf16 products are exact in fp32) -> 1/sqrt(sum + 1e-6)
 //   gather: each thread takes its column of the three tiles into registers;
 //           the raw tiles are dead from here (the operands reuse their bytes)
-//   norm:   row sums of q^2, k^2 across the block -> 1/sqrt(sum + 1e-6)
-//           (a transposing butterfly: 16 shuffles per tensor and warp)
 //   center: gate a2 = gate_scale * sigmoid(exp(A_log) (g + dt_bias)) (log2
 //           domain), prefix G over rows, Kd = k^ 2^G, Qd = scale q^ 2^G,
 //           Ki = k^ 2^-G, Kr = k^ 2^(G_tot - G), gamma = 2^G_tot
@@ -17,9 +17,10 @@
 //           selection, never by multiplying with 0
 //   inverse:T = (I + L)^-1 by forward substitution in fp32
 //   write:  Kd, Qd (and Kr in the row layout) from their SMEM tiles with
-//           16-byte stores; Kr^T in the core-matrix layout straight from the
-//           registers (each thread's key column is 8 rows x 2 B contiguous);
-//           T, Mqk (bf16), beta, gamma (fp32) directly: the workspace record
+//           16-byte stores by warps 2 and 3 while warps 0 and 1 form L and
+//           Mqk; Kr^T in the core-matrix layout straight from the registers
+//           (each thread's key column is 8 rows x 2 B contiguous); T, Mqk
+//           (bf16), beta, gamma (fp32) directly: the workspace record
 // Uses kda_plan::prepare::* (SMEM offsets and pitches) and the record layout
 // fragment (warp_mma/record_rows or wgmma/record_core_matrices): record_*().
 namespace kda {
@@ -68,12 +69,51 @@ __device__ __forceinline__ void warp_product_16x16(const u8* x_hi, const u8* x_l
   }
 }
 
+// 1 / sqrt(sum_k x[r][k]^2 + 1e-6) for the C = 16 rows of a bf16 SMEM tile
+// (row pitch `pitch` elements) by one warp: the diagonal of X X^T from
+// m16n8k16 MMAs over K = HEAD_DIM (A and B fragments by ldmatrix from the same
+// rows). Thread (g, t = g / 2) holds diagonal elements g and g + 8.
+__device__ __forceinline__ void warp_row_rnorms(const u8* x, int pitch, float* rnorm) {
+  const int lane = threadIdx.x & 31;
+  const int g = lane >> 2;
+  const int t = lane & 3;
+  // A: matrix j = lane / 8 is rows 8 (j % 2) .., columns 8 (j / 2) ..
+  const int a_row = 8 * ((lane >> 3) & 1) + (lane & 7);
+  const int a_col = 8 * (lane >> 4);
+  // B (columns n = rows of x): matrix j is rows 8 (j / 2) .., columns 8 (j % 2) ..
+  const int b_row = 8 * (lane >> 4) + (lane & 7);
+  const int b_col = 8 * ((lane >> 3) & 1);
+  float acc[2][4];
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      acc[nt][e] = 0.0f;
+    }
+  }
+#pragma unroll
+  for (int ks = 0; ks < kda_plan::HEAD_DIM / 16; ++ks) {
+    u32 a[4];
+    u32 b[4];
+    ldmatrix_x4(a, x + 2 * (a_row * pitch + 16 * ks + a_col));
+    ldmatrix_x4(b, x + 2 * (b_row * pitch + 16 * ks + b_col));
+    mma_bf16_16816(acc[0], a, b[0], b[1]);
+    mma_bf16_16816(acc[1], a, b[2], b[3]);
+  }
+  if (t == (g >> 1)) {
+    // selected, not indexed by g: a run-time index would put acc in local memory
+    const bool odd = (g & 1) != 0;
+    rnorm[g] = rsqrtf((odd ? acc[0][1] : acc[0][0]) + 1e-6f);
+    rnorm[g + 8] = rsqrtf((odd ? acc[1][3] : acc[1][2]) + 1e-6f);
+  }
+}
+
 __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
   namespace P = kda_plan::prepare;
   constexpr int C = kda_plan::CHUNK_SIZE;
   constexpr int D = kda_plan::HEAD_DIM;
   static_assert(C == 16, "warp_mma prepare_chunk handles chunk 16");
-  static_assert(P::THREADS == D, "one thread per key column");
+  static_assert(P::THREADS == D && D == 128, "one thread per key column, 4 warps");
   extern __shared__ __align__(128) u8 smem[];
 
   const i64 chunk = blockIdx.x;
@@ -113,6 +153,13 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
   cp_async_wait<0>();
   __syncthreads();
 
+  // norm
+  float* rnorm = reinterpret_cast<float*>(smem + P::RNORM_OFFSET); // [2][C]: q rows, k rows
+  static_assert(P::Q_RAW_PITCH == P::K_RAW_PITCH, "one pitch for the raw tiles");
+  if (warp < 2) {
+    warp_row_rnorms(warp == 0 ? q_raw : k_raw, P::Q_RAW_PITCH, rnorm + warp * C);
+  }
+
   // gather
   float q[C];
   float k[C];
@@ -125,26 +172,6 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
     gate[r] = r < valid ? p.gate_scale * sigmoid(a_scale * (g + bias)) : 0.0f;
   }
 
-  // norm: per warp, a transposing butterfly leaves row r's partial sum of q^2
-  // (or k^2) in lane r (and r + 16); then 32 threads add the 4 warps' partials.
-  float* row_sums = reinterpret_cast<float*>(smem + P::ROW_SUMS_OFFSET); // [warps][2][C]
-  {
-    float sq[C];
-    float sk[C];
-#pragma unroll
-    for (int r = 0; r < C; ++r) {
-      sq[r] = q[r] * q[r];
-      sk[r] = k[r] * k[r];
-    }
-    const float q_row = warp_transpose_sum16(sq);
-    const float k_row = warp_transpose_sum16(sk);
-    const int r = lane & 15;
-    // lanes 0..15 hold the row sums (lanes 16..31 the same values)
-    if ((lane & 16) == 0) {
-      row_sums[(warp * 2 + 0) * C + r] = q_row;
-      row_sums[(warp * 2 + 1) * C + r] = k_row;
-    }
-  }
   float* beta = reinterpret_cast<float*>(smem + P::BETA_OFFSET);
   if (threadIdx.x < C) {
     const int r = threadIdx.x;
@@ -153,16 +180,6 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
       b = sigmoid(bf16_to_float(p.beta[(seq.start + row0 + r) * p.beta_token_stride + h]));
     }
     beta[r] = b;
-  }
-  __syncthreads();
-  float* rnorm = reinterpret_cast<float*>(smem + P::RNORM_OFFSET); // [2][C]
-  if (threadIdx.x < 2 * C) {
-    float sum = 0.0f;
-#pragma unroll
-    for (int w = 0; w < P::THREADS / 32; ++w) {
-      sum += row_sums[(w * 2 + threadIdx.x / C) * C + threadIdx.x % C];
-    }
-    rnorm[threadIdx.x] = rsqrtf(sum + 1e-6f);
   }
   __syncthreads();
 
@@ -184,6 +201,7 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
     G[r] = acc;
   }
   const float g_total = acc;
+  const float gamma_total = fast_exp2(g_total);
 #pragma unroll
   for (int r = 0; r < C; ++r) {
     const float qn = q[r] * rnorm[r];
@@ -196,7 +214,7 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
     const u16 kd = float_to_bf16_bits(kd_f);
     const u16 qd = float_to_bf16_bits(qd_f);
     const u16 ki = float_to_bf16_bits(ki_f);
-    const u16 kr = float_to_bf16_bits(kn * fast_exp2(g_total - G[r]));
+    const u16 kr = float_to_bf16_bits(ki_f * gamma_total); // k^ 2^(G_tot - G)
     (void)growth;
     reinterpret_cast<u16*>(kd_s)[r * P::KD_PITCH + ch] = kd;
     reinterpret_cast<u16*>(qd_s)[r * P::QD_PITCH + ch] = qd;
@@ -221,11 +239,32 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
       *reinterpret_cast<uint4*>(record + record_kr_column(ch, kg)) = rows;
     }
   }
-  reinterpret_cast<float*>(record + kda_plan::WS_GAMMA_OFFSET)[ch] = fast_exp2(g_total);
+  reinterpret_cast<float*>(record + kda_plan::WS_GAMMA_OFFSET)[ch] = gamma_total;
   if (threadIdx.x < C) {
     reinterpret_cast<float*>(record + kda_plan::WS_BETA_OFFSET)[threadIdx.x] = beta[threadIdx.x];
   }
   __syncthreads();
+
+  // write: Kd, Qd (and Kr) tiles to the record with 16-byte stores by warps
+  // 2 and 3 (row r, 8 keys from 8 part) while warps 0 and 1 form L and Mqk
+  if (warp >= 2) {
+    constexpr int tiles = RECORD_KR_BY_COLUMNS ? 2 : 3;
+    constexpr int parts = 2 * D / 16;
+    constexpr int writers = P::THREADS - 64;
+    static_assert(writers % parts == 0 && C % (writers / parts) == 0, "whole rows per pass");
+    const int part = threadIdx.x % parts;
+    const int r0 = (threadIdx.x - 64) / parts;
+#pragma unroll
+    for (int tile = 0; tile < tiles; ++tile) {
+#pragma unroll
+      for (int pass = 0; pass < C / (writers / parts); ++pass) {
+        const int r = r0 + pass * (writers / parts);
+        const u8* src = tile == 0 ? kd_s + 2 * r * P::KD_PITCH : tile == 1 ? qd_s + 2 * r * P::QD_PITCH : kr_s + 2 * r * kr_tile_pitch();
+        const int at = tile == 0 ? record_kd_part(r, part) : tile == 1 ? record_qd_part(r, part) : record_kr_part(r, part);
+        *reinterpret_cast<uint4*>(record + at) = *reinterpret_cast<const uint4*>(src + 16 * part);
+      }
+    }
+  }
 
   // mqk: warp 0 forms L, warp 1 forms Mqk
   float* lmat = reinterpret_cast<float*>(smem + P::LMAT_OFFSET); // [C][LMAT_PITCH] fp32
@@ -256,21 +295,6 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
     }
   }
   __syncthreads();
-
-  // write: Kd, Qd (and Kr) tiles to the record with 16-byte stores (warps
-  // 1..3 while warp 0 inverts)
-  if (warp > 0) {
-    constexpr int tiles = RECORD_KR_BY_COLUMNS ? 2 : 3;
-    constexpr int parts = 2 * D / 16;
-    for (int i = threadIdx.x - 32; i < tiles * C * parts; i += P::THREADS - 32) {
-      const int tile = i / (C * parts);
-      const int r = (i / parts) % C;
-      const int part = i % parts;
-      const u8* src = tile == 0 ? kd_s + 2 * r * P::KD_PITCH : tile == 1 ? qd_s + 2 * r * P::QD_PITCH : kr_s + 2 * r * kr_tile_pitch();
-      const int at = tile == 0 ? record_kd_part(r, part) : tile == 1 ? record_qd_part(r, part) : record_kr_part(r, part);
-      *reinterpret_cast<uint4*>(record + at) = *reinterpret_cast<const uint4*>(src + 16 * part);
-    }
-  }
 
   // inverse: T (I + L) = I, column j of T by lane j (forward substitution)
   if (warp == 0 && lane < C) {

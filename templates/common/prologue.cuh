@@ -60,30 +60,6 @@ __device__ __forceinline__ float sigmoid(float x) {
   return __fdividef(1.0f, 1.0f + __expf(-x));
 }
 
-// One step of the transposing butterfly below: lanes with bit `W` set keep the
-// upper W of their 2W values and receive the partner's upper W; the others
-// keep the lower W.
-template <int W>
-__device__ __forceinline__ void transpose_sum_step(float (&v)[16]) {
-  const bool upper = (threadIdx.x & W) != 0;
-#pragma unroll
-  for (int i = 0; i < W; ++i) {
-    const float send = upper ? v[i] : v[i + W];
-    const float keep = upper ? v[i + W] : v[i];
-    v[i] = keep + __shfl_xor_sync(0xffffffffu, send, W);
-  }
-}
-
-// Sums v[0..15] of every lane over the 32 lanes of the warp with 16 shuffles
-// (a transposing butterfly): afterwards lane l holds the total of row l % 16.
-__device__ __forceinline__ float warp_transpose_sum16(float (&v)[16]) {
-  transpose_sum_step<8>(v);
-  transpose_sum_step<4>(v);
-  transpose_sum_step<2>(v);
-  transpose_sum_step<1>(v);
-  return v[0] + __shfl_xor_sync(0xffffffffu, v[0], 16);
-}
-
 // D = A * B + D for one m16n8k16 tile, bf16 inputs, fp32 accumulators
 // (PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type").
 __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
