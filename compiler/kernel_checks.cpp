@@ -40,6 +40,17 @@ void check_phases(const KernelDecl& kernel, std::vector<Diagnostic>& sink) {
   }
 }
 
+void check_chunks_per_cta(const KernelDecl& kernel, std::vector<Diagnostic>& sink) {
+  const std::string path = kernel.json_path + "/chunks_per_cta";
+  if (kernel.chunks_per_cta < 1 || kernel.chunks_per_cta > 64) {
+    sink.push_back({path, fmt::format("{} chunks per CTA is outside 1..64", kernel.chunks_per_cta)});
+  } else if (kernel.chunks_per_cta > 1 && kernel.role != KernelRole::prepare) {
+    sink.push_back({path, fmt::format("only a chunk-parallel 'prepare' kernel takes several chunks per CTA (this one "
+                                      "is '{}')",
+                                      to_string(kernel.role))});
+  }
+}
+
 void check_pipeline(const KernelDecl& kernel, std::vector<Diagnostic>& sink) {
   const std::string path = kernel.json_path + "/pipeline";
   const PipelineDecl& p = kernel.pipeline;
@@ -117,6 +128,7 @@ void check_kernel_structure(const Schedule& schedule, const KernelDecl& kernel, 
                             std::vector<Diagnostic>& sink) {
   check_phases(kernel, sink);
   check_pipeline(kernel, sink);
+  check_chunks_per_cta(kernel, sink);
   check_warp_roles(schedule, kernel, target, sink);
 }
 

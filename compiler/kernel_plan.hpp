@@ -47,6 +47,7 @@ struct LaunchPlan {
   int threads = 128;
   std::int64_t dynamic_smem = 0;
   int min_blocks_per_sm = 0; ///< __launch_bounds__'s second argument; 0: none
+  int chunks_per_cta = 1;    ///< chunks_by_heads: x = ceil(chunk bound / this)
 };
 
 struct PipelinePlan {

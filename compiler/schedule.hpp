@@ -74,6 +74,9 @@ struct KernelDecl {
   /// argument; ptxas then keeps registers within 65,536 / (threads x this)).
   /// 0: not requested. Validated against the target's SMEM and threads per SM.
   int min_blocks_per_sm = 0;
+  /// Chunks one CTA of a chunk-parallel (prepare) kernel handles in turn; with
+  /// a 2-slot ring it loads chunk i + 1 while preparing chunk i. 1: one chunk.
+  int chunks_per_cta = 1;
   std::string json_path; ///< "" for a fused schedule's top level, "/kernels/i" otherwise
 
   int warps() const;

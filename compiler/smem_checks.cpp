@@ -150,7 +150,7 @@ void check_blocks_per_sm(const KernelDecl& kernel, const SmemLayout& layout, con
   if (per_block * n > target.smem_per_sm) {
     sink.push_back({path, fmt::format("{} blocks of {} B SMEM (+ {} B reserved each) need {} B, more than {}'s {} B "
                                       "per SM",
-                                      n, with_thousands(layout.total_bytes), k_reserved_smem_per_block,
+                                      n, with_thousands(layout.total_bytes), with_thousands(k_reserved_smem_per_block),
                                       with_thousands(per_block * n), target.name,
                                       with_thousands(target.smem_per_sm))});
   }

@@ -107,7 +107,8 @@ runtime::Dim3 grid_of(const EntryPlan& e, const ProblemShape& p, const KernelPla
   case GridRule::chunks_by_heads: {
     const std::int64_t chunks = p.layout == LayoutKind::fixed ? p.num_seqs * ((p.seq_len + chunk - 1) / chunk)
                                                               : p.total_tokens / chunk + p.num_seqs;
-    return {static_cast<unsigned>(chunks), static_cast<unsigned>(p.heads), 1};
+    const std::int64_t per_cta = e.launch.chunks_per_cta;
+    return {static_cast<unsigned>((chunks + per_cta - 1) / per_cta), static_cast<unsigned>(p.heads), 1};
   }
   case GridRule::sequences_by_heads:
     return {static_cast<unsigned>(p.num_seqs), static_cast<unsigned>(p.heads * (128 / plan.tiles.m_tile)), 1};

@@ -30,6 +30,7 @@ void emit_entry_constants(const EntryPlan& e, SourceWriter& out) {
   constant(out, "PRODUCER_GROUPS", e.pipeline.producer_groups);
   constant(out, "STAGE_BYTES", e.stage_bytes);
   constant(out, "SMEM_BYTES", e.launch.dynamic_smem);
+  constant(out, "CHUNKS_PER_CTA", e.launch.chunks_per_cta);
   for (const WarpRolePlan& r : e.roles) {
     constant(out, r.name + "_WARPS", r.warps);
     constant(out, r.name + "_FIRST_WARP", r.first_warp);
@@ -38,6 +39,7 @@ void emit_entry_constants(const EntryPlan& e, SourceWriter& out) {
     constant(out, s.name + "_OFFSET", s.offset);
     constant(out, s.name + "_BYTES", s.bytes);
     constant(out, s.name + "_PITCH", s.pitch);
+    constant(out, s.name + "_STAGED", s.region == Region::stage ? 1 : 0); // one copy per ring slot
   }
   for (const SmemSymbol& s : e.smem) {
     if (s.region == Region::stage) {

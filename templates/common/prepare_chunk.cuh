@@ -108,53 +108,78 @@ __device__ __forceinline__ void warp_row_rnorms(const u8* x, int pitch, float* r
   }
 }
 
-__device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
+// One chunk of one head: where its rows are (chunk beyond the last: exists false).
+struct PrepareChunk {
+  i64 chunk = 0;
+  SequenceSpan seq;
+  i64 row0 = 0; // first row of the chunk inside its sequence
+  int valid = 0;
+  bool exists = false;
+};
+
+__device__ __forceinline__ PrepareChunk prepare_chunk_at(const kda_plan::KdaParams& p, i64 chunk) {
+  PrepareChunk c;
+  c.chunk = chunk;
+  const int n = sequence_of_chunk(p, chunk);
+  if (n < 0) {
+    return c;
+  }
+  c.seq = sequence_span(p, n);
+  c.row0 = (chunk - c.seq.first_chunk) * kda_plan::CHUNK_SIZE;
+  c.valid = static_cast<int>(min(static_cast<i64>(kda_plan::CHUNK_SIZE), c.seq.length - c.row0));
+  c.exists = true;
+  return c;
+}
+
+// A prepare buffer of ring slot `stage` (one copy per slot), or the shared one.
+__device__ __forceinline__ u8* prepare_buffer(u8* smem, int stage, int offset, int staged) {
+  return smem + (staged ? stage * kda_plan::prepare::STAGE_BYTES : 0) + offset;
+}
+
+// The q, k, g rows of chunk `c` into the raw tiles of ring slot `stage` with
+// 16-byte cp.async (rows past the sequence end zero-filled); one commit group.
+__device__ __forceinline__ void load_chunk_rows(const kda_plan::KdaParams& p, const PrepareChunk& c, int h, u8* smem,
+                                                int stage) {
   namespace P = kda_plan::prepare;
   constexpr int C = kda_plan::CHUNK_SIZE;
   constexpr int D = kda_plan::HEAD_DIM;
-  static_assert(C == 16, "warp_mma prepare_chunk handles chunk 16");
-  static_assert(P::THREADS == D && D == 128, "one thread per key column, 4 warps");
-  extern __shared__ __align__(128) u8 smem[];
-
-  const i64 chunk = blockIdx.x;
-  const int h = blockIdx.y;
-  const int n = sequence_of_chunk(p, chunk);
-  if (n < 0) {
-    return;
+  u8* q_raw = prepare_buffer(smem, stage, P::Q_RAW_OFFSET, P::Q_RAW_STAGED);
+  u8* k_raw = prepare_buffer(smem, stage, P::K_RAW_OFFSET, P::K_RAW_STAGED);
+  u8* g_raw = prepare_buffer(smem, stage, P::G_RAW_OFFSET, P::G_RAW_STAGED);
+  const i64 token_pitch = static_cast<i64>(p.heads) * D;
+  const i64 row_bytes = token_pitch * 2;
+  const i64 first = ((c.seq.start + c.row0) * token_pitch + static_cast<i64>(h) * D) * 2;
+  constexpr int parts = 2 * D / 16;
+  const int part = threadIdx.x % parts;
+#pragma unroll
+  for (int pass = 0; pass < C * parts / P::THREADS; ++pass) {
+    const int r = threadIdx.x / parts + pass * (P::THREADS / parts);
+    const bool ok = r < c.valid;
+    const i64 at = ok ? first + r * row_bytes + 16 * part : 0;
+    cp_async_16(q_raw + 2 * r * P::Q_RAW_PITCH + 16 * part, reinterpret_cast<const u8*>(p.q) + at, ok);
+    cp_async_16(k_raw + 2 * r * P::K_RAW_PITCH + 16 * part, reinterpret_cast<const u8*>(p.k) + at, ok);
+    cp_async_16(g_raw + 2 * r * P::G_RAW_PITCH + 16 * part, reinterpret_cast<const u8*>(p.g) + at, ok);
   }
-  const SequenceSpan seq = sequence_span(p, n);
-  const i64 row0 = (chunk - seq.first_chunk) * C; // first row of the chunk inside the sequence
-  const int valid = static_cast<int>(min(static_cast<i64>(C), seq.length - row0));
+}
+
+// One chunk, from rows already in ring slot `stage` to its workspace record.
+// Starts with the CTA synchronised after the rows arrived; ends with warp 0
+// finishing T while the others may go on (the next chunk's first barrier
+// waits for it).
+__device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, const PrepareChunk& c, int h,
+                                                  u8* smem, int stage, float a_scale, float bias) {
+  namespace P = kda_plan::prepare;
+  constexpr int C = kda_plan::CHUNK_SIZE;
+  constexpr int D = kda_plan::HEAD_DIM;
   const int ch = threadIdx.x;
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
-  const i64 token_pitch = static_cast<i64>(p.heads) * D;
-
-  // load
-  u8* q_raw = smem + P::Q_RAW_OFFSET;
-  u8* k_raw = smem + P::K_RAW_OFFSET;
-  u8* g_raw = smem + P::G_RAW_OFFSET;
-  {
-    const i64 row_bytes = token_pitch * 2;
-    const i64 first = ((seq.start + row0) * token_pitch + static_cast<i64>(h) * D) * 2;
-    for (int i = threadIdx.x; i < C * (2 * D / 16); i += P::THREADS) {
-      const int r = i / (2 * D / 16);
-      const int part = i % (2 * D / 16);
-      const bool ok = r < valid;
-      const i64 at = ok ? first + r * row_bytes + 16 * part : 0;
-      cp_async_16(q_raw + 2 * r * P::Q_RAW_PITCH + 16 * part, reinterpret_cast<const u8*>(p.q) + at, ok);
-      cp_async_16(k_raw + 2 * r * P::K_RAW_PITCH + 16 * part, reinterpret_cast<const u8*>(p.k) + at, ok);
-      cp_async_16(g_raw + 2 * r * P::G_RAW_PITCH + 16 * part, reinterpret_cast<const u8*>(p.g) + at, ok);
-    }
-    cp_async_commit();
-  }
-  const float a_scale = __expf(p.a_log[h]);
-  const float bias = p.dt_bias[h * D + ch];
-  cp_async_wait<0>();
-  __syncthreads();
+  const u8* q_raw = prepare_buffer(smem, stage, P::Q_RAW_OFFSET, P::Q_RAW_STAGED);
+  const u8* k_raw = prepare_buffer(smem, stage, P::K_RAW_OFFSET, P::K_RAW_STAGED);
+  const u8* g_raw = prepare_buffer(smem, stage, P::G_RAW_OFFSET, P::G_RAW_STAGED);
 
   // norm
-  float* rnorm = reinterpret_cast<float*>(smem + P::RNORM_OFFSET); // [2][C]: q rows, k rows
+  float* rnorm = reinterpret_cast<float*>(prepare_buffer(smem, stage, P::RNORM_OFFSET, P::RNORM_STAGED)); // [2][C]
   static_assert(P::Q_RAW_PITCH == P::K_RAW_PITCH, "one pitch for the raw tiles");
   if (warp < 2) {
     warp_row_rnorms(warp == 0 ? q_raw : k_raw, P::Q_RAW_PITCH, rnorm + warp * C);
@@ -169,29 +194,29 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
     q[r] = bf16_bits_to_float(reinterpret_cast<const u16*>(q_raw)[r * P::Q_RAW_PITCH + ch]);
     k[r] = bf16_bits_to_float(reinterpret_cast<const u16*>(k_raw)[r * P::K_RAW_PITCH + ch]);
     const float g = bf16_bits_to_float(reinterpret_cast<const u16*>(g_raw)[r * P::G_RAW_PITCH + ch]);
-    gate[r] = r < valid ? p.gate_scale * sigmoid(a_scale * (g + bias)) : 0.0f;
+    gate[r] = r < c.valid ? p.gate_scale * sigmoid(a_scale * (g + bias)) : 0.0f;
   }
 
-  float* beta = reinterpret_cast<float*>(smem + P::BETA_OFFSET);
+  float* beta = reinterpret_cast<float*>(prepare_buffer(smem, stage, P::BETA_OFFSET, P::BETA_STAGED));
   if (threadIdx.x < C) {
     const int r = threadIdx.x;
     float b = 0.0f;
-    if (r < valid) {
-      b = sigmoid(bf16_to_float(p.beta[(seq.start + row0 + r) * p.beta_token_stride + h]));
+    if (r < c.valid) {
+      b = sigmoid(bf16_to_float(p.beta[(c.seq.start + c.row0 + r) * p.beta_token_stride + h]));
     }
     beta[r] = b;
   }
   __syncthreads();
 
   // center
-  u8* kd_s = smem + P::KD_OFFSET;
-  u8* qd_s = smem + P::QD_OFFSET;
-  u8* ki_s = smem + P::KI_OFFSET;
-  u8* kd_lo_s = smem + P::KD_LO_OFFSET;
-  u8* qd_lo_s = smem + P::QD_LO_OFFSET;
-  u8* ki_lo_s = smem + P::KI_LO_OFFSET;
-  u8* record = p.workspace + (chunk * p.heads + h) * static_cast<i64>(kda_plan::WS_RECORD_BYTES);
-  u8* kr_s = kr_tile(smem);
+  u8* kd_s = prepare_buffer(smem, stage, P::KD_OFFSET, P::KD_STAGED);
+  u8* qd_s = prepare_buffer(smem, stage, P::QD_OFFSET, P::QD_STAGED);
+  u8* ki_s = prepare_buffer(smem, stage, P::KI_OFFSET, P::KI_STAGED);
+  u8* kd_lo_s = prepare_buffer(smem, stage, P::KD_LO_OFFSET, P::KD_LO_STAGED);
+  u8* qd_lo_s = prepare_buffer(smem, stage, P::QD_LO_OFFSET, P::QD_LO_STAGED);
+  u8* ki_lo_s = prepare_buffer(smem, stage, P::KI_LO_OFFSET, P::KI_LO_STAGED);
+  u8* record = p.workspace + (c.chunk * p.heads + h) * static_cast<i64>(kda_plan::WS_RECORD_BYTES);
+  u8* kr_s = kr_tile(smem, stage);
   u16 kr_column[C];
   float G[C];
   float acc = 0.0f;
@@ -267,7 +292,7 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
   }
 
   // mqk: warp 0 forms L, warp 1 forms Mqk
-  float* lmat = reinterpret_cast<float*>(smem + P::LMAT_OFFSET); // [C][LMAT_PITCH] fp32
+  float* lmat = reinterpret_cast<float*>(prepare_buffer(smem, stage, P::LMAT_OFFSET, P::LMAT_STAGED)); // [C][LMAT_PITCH]
   const int g = lane >> 2;
   const int t = lane & 3;
   if (warp < 2) {
@@ -310,6 +335,67 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
       tcol[i] = i < j ? 0.0f : s;
       *reinterpret_cast<u16*>(record + record_tinv_at(i, j)) = float_to_bf16_bits(tcol[i]);
     }
+  }
+}
+
+// The kernel: CHUNKS_PER_CTA consecutive chunks of head blockIdx.y per CTA.
+// With a 2-slot ring (STAGES 2) the rows of chunk i + 1 are in flight while
+// chunk i is prepared; the raw tiles and the operands that reuse their bytes
+// are per slot, the rest is shared and protected by the chunk's barriers.
+__device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
+  namespace P = kda_plan::prepare;
+  constexpr int C = kda_plan::CHUNK_SIZE;
+  constexpr int D = kda_plan::HEAD_DIM;
+  constexpr int N = P::CHUNKS_PER_CTA;
+  constexpr int S = P::STAGES;
+  static_assert(C == 16, "prepare_chunk handles chunk 16");
+  static_assert(P::THREADS == D && D == 128, "one thread per key column, 4 warps");
+  static_assert(S == 1 || S == 2, "one slot, or two for loading the next chunk ahead");
+  static_assert(S == 1 || (P::Q_RAW_STAGED && P::K_RAW_STAGED && P::G_RAW_STAGED), "raw tiles per ring slot");
+  extern __shared__ __align__(128) u8 smem[];
+  const int h = blockIdx.y;
+  const i64 first = static_cast<i64>(blockIdx.x) * N;
+  const float a_scale = __expf(p.a_log[h]);
+  const float bias = p.dt_bias[h * D + threadIdx.x];
+
+  PrepareChunk c = prepare_chunk_at(p, first);
+  if (!c.exists) {
+    return;
+  }
+  load_chunk_rows(p, c, h, smem, 0);
+  cp_async_commit();
+  if constexpr (N == 1) { // straight line: no loop state to keep live under a tight register bound
+    cp_async_wait<0>();
+    __syncthreads();
+    prepare_one_chunk(p, c, h, smem, 0, a_scale, bias);
+    return;
+  }
+  for (int i = 0; i < N; ++i) {
+    const int stage = S == 1 ? 0 : i % 2;
+    PrepareChunk next;
+    if (i + 1 < N) {
+      next = prepare_chunk_at(p, first + i + 1);
+    }
+    if constexpr (S == 2) {
+      if (next.exists) {
+        load_chunk_rows(p, next, h, smem, 1 - stage); // that slot's last readers passed the previous barriers
+      }
+      cp_async_commit();
+      cp_async_wait<1>(); // chunk i's rows
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();
+    prepare_one_chunk(p, c, h, smem, stage, a_scale, bias);
+    if (!next.exists) {
+      break;
+    }
+    if constexpr (S == 1) {
+      __syncthreads(); // the single slot is free again
+      load_chunk_rows(p, next, h, smem, 0);
+      cp_async_commit();
+    }
+    c = next;
   }
 }
 

@@ -27,8 +27,8 @@ __device__ __forceinline__ int record_mqk_at(int i, int j) {
 __device__ __forceinline__ int record_kr_column(int, int) {
   return 0; // not used: Kr is written by rows
 }
-__device__ __forceinline__ u8* kr_tile(u8* smem) {
-  return smem + kda_plan::prepare::KR_OFFSET;
+__device__ __forceinline__ u8* kr_tile(u8* smem, int stage) {
+  return smem + (kda_plan::prepare::KR_STAGED ? stage * kda_plan::prepare::STAGE_BYTES : 0) + kda_plan::prepare::KR_OFFSET;
 }
 __device__ __forceinline__ int kr_tile_pitch() {
   return kda_plan::prepare::KR_PITCH;

@@ -37,7 +37,7 @@ __device__ __forceinline__ int record_mqk_at(int i, int j) {
 __device__ __forceinline__ int record_kr_column(int key, int kg) {
   return kda_plan::WS_KRM_OFFSET + core_matrix_at(kda_plan::WS_KRM_LBO, kda_plan::WS_KRM_SBO, key, 8 * kg);
 }
-__device__ __forceinline__ u8* kr_tile(u8*) {
+__device__ __forceinline__ u8* kr_tile(u8*, int) {
   return nullptr; // no SMEM tile: Kr^T leaves from the registers
 }
 __device__ __forceinline__ int kr_tile_pitch() {
