@@ -40,21 +40,27 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
       {
           // The record is the SMEM image of the wgmma B operands (K-major core
           // matrices, no swizzle): KQ = [Kd; Qd] (N 32, K 128) for the
-          // projections, TINV = T (N 16, K 16) for the solve, KRM = [Kr^T; Mqk]
-          // (N 144, K 16) for the state-and-output update.
+          // projections, UPD = [Kr^T T; Mqk T] (N 144, K 16) for the
+          // state-and-output update with the solve folded in.
           "wgmma_decomposed_c16",
           Family::wgmma,
           Decomposition::decomposed,
           16,
           {"common/prologue", "common/sequences", "wgmma/record_core_matrices", "common/recurrence_io",
            "wgmma/async"},
-          {{KernelRole::prepare, "common/prepare_chunk", "kda::frag::prepare_chunk", k_prepare_buffers, {"prepare"}},
+          {{KernelRole::prepare, "common/prepare_chunk", "kda::frag::prepare_chunk",
+            [] {
+              std::vector<std::string> b = k_prepare_buffers;
+              b.push_back("krt"); // the fold's operands
+              b.push_back("tt");
+              return b;
+            }(),
+            {"prepare"}},
            {KernelRole::recurrence, "wgmma/recurrence", "kda::frag::recurrence", {"record", "v", "out", "full", "empty"},
             {"mma", "producer"}}},
           {KernelRole::prepare, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256},
           {{"KQ", 0, 32 * 128 * 2, 4 * 128, 128},
-           {"TINV", 0, 16 * 16 * 2, 2 * 128, 128},
-           {"KRM", 0, 144 * 16 * 2, 18 * 128, 128},
+           {"UPD", 0, 144 * 16 * 2, 18 * 128, 128},
            {"BETA", 0, 16 * 4},
            {"GAMMA", 0, 128 * 4}},
           "record",

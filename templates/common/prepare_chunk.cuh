@@ -16,6 +16,9 @@
 //           short sequence is not lost to bf16 operand rounding; masked by
 //           selection, never by multiplying with 0
 //   inverse:T = (I + L)^-1 by forward substitution in fp32
+//   fold:   (record layouts with RECORD_FOLDS_T) the update's B operand
+//           T^T [Kr | Mqk^T] by mma.sync (Kr^T T per warp's 32 keys, Mqk T by
+//           warp 1), so the recurrence needs no solve step
 //   write:  Kd, Qd (and Kr in the row layout) from their SMEM tiles with
 //           16-byte stores by warps 2 and 3 while warps 0 and 1 form L and
 //           Mqk; Kr^T in the core-matrix layout straight from the registers
@@ -247,21 +250,10 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
     reinterpret_cast<u16*>(kd_lo_s)[r * P::KD_LO_PITCH + ch] = float_to_bf16_bits(kd_f - bf16_bits_to_float(kd));
     reinterpret_cast<u16*>(qd_lo_s)[r * P::QD_LO_PITCH + ch] = float_to_bf16_bits(qd_f - bf16_bits_to_float(qd));
     reinterpret_cast<u16*>(ki_lo_s)[r * P::KI_LO_PITCH + ch] = float_to_bf16_bits(ki_f - bf16_bits_to_float(ki));
-    if constexpr (RECORD_KR_BY_COLUMNS) {
-      kr_column[r] = kr;
+    if constexpr (RECORD_FOLDS_T) {
+      kr_column[r] = kr; // to the krt tile once ki is dead (after the products)
     } else {
       reinterpret_cast<u16*>(kr_s)[r * kr_tile_pitch() + ch] = kr;
-    }
-  }
-  if constexpr (RECORD_KR_BY_COLUMNS) {
-#pragma unroll
-    for (int kg = 0; kg < C / 8; ++kg) {
-      uint4 rows;
-      rows.x = pack_bits(kr_column[8 * kg + 0], kr_column[8 * kg + 1]);
-      rows.y = pack_bits(kr_column[8 * kg + 2], kr_column[8 * kg + 3]);
-      rows.z = pack_bits(kr_column[8 * kg + 4], kr_column[8 * kg + 5]);
-      rows.w = pack_bits(kr_column[8 * kg + 6], kr_column[8 * kg + 7]);
-      *reinterpret_cast<uint4*>(record + record_kr_column(ch, kg)) = rows;
     }
   }
   reinterpret_cast<float*>(record + kda_plan::WS_GAMMA_OFFSET)[ch] = gamma_total;
@@ -273,7 +265,7 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
   // write: Kd, Qd (and Kr) tiles to the record with 16-byte stores by warps
   // 2 and 3 (row r, 8 keys from 8 part) while warps 0 and 1 form L and Mqk
   if (warp >= 2) {
-    constexpr int tiles = RECORD_KR_BY_COLUMNS ? 2 : 3;
+    constexpr int tiles = RECORD_FOLDS_T ? 2 : 3;
     constexpr int parts = 2 * D / 16;
     constexpr int writers = P::THREADS - 64;
     static_assert(writers % parts == 0 && C % (writers / parts) == 0, "whole rows per pass");
@@ -295,6 +287,7 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
   float* lmat = reinterpret_cast<float*>(prepare_buffer(smem, stage, P::LMAT_OFFSET, P::LMAT_STAGED)); // [C][LMAT_PITCH]
   const int g = lane >> 2;
   const int t = lane & 3;
+  u32 mqk_a[4]; // warp 1: Mqk, bf16 A fragment
   if (warp < 2) {
     float prod[2][4];
     static_assert(P::KD_PITCH == P::QD_PITCH && P::KD_PITCH == P::KI_PITCH && P::KD_PITCH == P::KD_LO_PITCH &&
@@ -313,13 +306,32 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
           prod[nj][e] = i >= j ? prod[nj][e] : 0.0f;
         }
       }
-      if (warp == 1) {
+      if (warp == 1 && !RECORD_FOLDS_T) {
         *reinterpret_cast<u32*>(record + record_mqk_at(g, 8 * nj + 2 * t)) = pack_bf16x2(prod[nj][0], prod[nj][1]);
         *reinterpret_cast<u32*>(record + record_mqk_at(g + 8, 8 * nj + 2 * t)) = pack_bf16x2(prod[nj][2], prod[nj][3]);
       }
     }
+    if (warp == 1) {
+      pack_a(prod[0], prod[1], mqk_a); // Mqk as an A fragment (rows m, columns i) for the fold
+    }
   }
   __syncthreads();
+  if constexpr (RECORD_FOLDS_T) {
+    // Kr^T rows (key ch, chunk rows i) into the krt tile (ki's bytes, dead now)
+    u8* krt = krt_tile(smem, stage);
+    uint4 lo;
+    uint4 hi;
+    lo.x = pack_bits(kr_column[0], kr_column[1]);
+    lo.y = pack_bits(kr_column[2], kr_column[3]);
+    lo.z = pack_bits(kr_column[4], kr_column[5]);
+    lo.w = pack_bits(kr_column[6], kr_column[7]);
+    hi.x = pack_bits(kr_column[8], kr_column[9]);
+    hi.y = pack_bits(kr_column[10], kr_column[11]);
+    hi.z = pack_bits(kr_column[12], kr_column[13]);
+    hi.w = pack_bits(kr_column[14], kr_column[15]);
+    *reinterpret_cast<uint4*>(krt + 2 * ch * krt_pitch()) = lo;
+    *reinterpret_cast<uint4*>(krt + 2 * ch * krt_pitch() + 16) = hi;
+  }
 
   // inverse: T (I + L) = I, column j of T by lane j (forward substitution)
   if (warp == 0 && lane < C) {
@@ -333,8 +345,30 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
         s -= lmat[i * P::LMAT_PITCH + m] * tcol[m];
       }
       tcol[i] = i < j ? 0.0f : s;
-      *reinterpret_cast<u16*>(record + record_tinv_at(i, j)) = float_to_bf16_bits(tcol[i]);
+      if constexpr (!RECORD_FOLDS_T) {
+        *reinterpret_cast<u16*>(record + record_tinv_at(i, j)) = float_to_bf16_bits(tcol[i]);
+      }
     }
+    if constexpr (RECORD_FOLDS_T) {
+      // row j of T^T into the tt tile: the fold's B operand (B[i][c] = T[i][c])
+      u8* tt = tt_tile(smem, stage) + 2 * j * tt_pitch();
+      uint4 lo;
+      uint4 hi;
+      lo.x = pack_bf16x2(tcol[0], tcol[1]);
+      lo.y = pack_bf16x2(tcol[2], tcol[3]);
+      lo.z = pack_bf16x2(tcol[4], tcol[5]);
+      lo.w = pack_bf16x2(tcol[6], tcol[7]);
+      hi.x = pack_bf16x2(tcol[8], tcol[9]);
+      hi.y = pack_bf16x2(tcol[10], tcol[11]);
+      hi.z = pack_bf16x2(tcol[12], tcol[13]);
+      hi.w = pack_bf16x2(tcol[14], tcol[15]);
+      *reinterpret_cast<uint4*>(tt) = lo;
+      *reinterpret_cast<uint4*>(tt + 16) = hi;
+    }
+  }
+  if constexpr (RECORD_FOLDS_T) {
+    __syncthreads();
+    fold_t_into_update(record, krt_tile(smem, stage), tt_tile(smem, stage), mqk_a, warp == 1);
   }
 }
 

@@ -7,7 +7,7 @@
 namespace kda {
 namespace frag {
 
-constexpr bool RECORD_KR_BY_COLUMNS = false;
+constexpr bool RECORD_FOLDS_T = false; // T and Mqk go to the record as they are
 
 __device__ __forceinline__ int record_kd_part(int r, int part) {
   return kda_plan::WS_KD_OFFSET + r * 2 * kda_plan::HEAD_DIM + 16 * part;
@@ -24,15 +24,26 @@ __device__ __forceinline__ int record_tinv_at(int i, int j) {
 __device__ __forceinline__ int record_mqk_at(int i, int j) {
   return kda_plan::WS_MQK_OFFSET + 2 * (i * kda_plan::CHUNK_SIZE + j);
 }
-__device__ __forceinline__ int record_kr_column(int, int) {
-  return 0; // not used: Kr is written by rows
-}
 __device__ __forceinline__ u8* kr_tile(u8* smem, int stage) {
   return smem + (kda_plan::prepare::KR_STAGED ? stage * kda_plan::prepare::STAGE_BYTES : 0) + kda_plan::prepare::KR_OFFSET;
 }
 __device__ __forceinline__ int kr_tile_pitch() {
   return kda_plan::prepare::KR_PITCH;
 }
+// Not used by this layout (no fold).
+__device__ __forceinline__ u8* krt_tile(u8*, int) {
+  return nullptr;
+}
+__device__ __forceinline__ u8* tt_tile(u8*, int) {
+  return nullptr;
+}
+__device__ __forceinline__ int krt_pitch() {
+  return 0;
+}
+__device__ __forceinline__ int tt_pitch() {
+  return 0;
+}
+__device__ __forceinline__ void fold_t_into_update(u8*, const u8*, const u8*, const u32 (&)[4], bool) {}
 
 } // namespace frag
 } // namespace kda

@@ -22,8 +22,9 @@
 //            they run made ptxas inject waits: the state is the previous
 //            update's accumulator)
 //   residual: Delta^T = beta (V - P)^T, rows past the sequence end selected to 0
-//   solve:   U^T = Delta^T T^T               m64n16k16
-//   update:  [S | O^T] = [S diag(gamma) | O0^T] + U^T [Kr^T; Mqk]^T
+//   update:  [S | O^T] = [S diag(gamma) | O0^T] + Delta^T UPD^T
+//            (UPD = T^T [Kr | Mqk^T] from the prepare kernel: the solve
+//            U^T = Delta^T T^T is folded in, one dependent wgmma less per chunk)
 //                                            m64n128k16 + m64n16k16
 // O0^T lives in one accumulator from the projection to the update: copying
 // it between accumulators (from an m64n32k16 [P^T | O0^T] into the tail of
@@ -232,28 +233,13 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
     u32 da[4];
     pack_a(dl[0], dl[1], da);
 
-    // solve: U^T = Delta^T T^T
-    float ut[2][4];
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        ut[j][e] = 0.0f;
-      }
-    }
+    // update: [S | O^T] += Delta^T UPD^T (the solve is folded into UPD:
+    // U^T [Kr^T; Mqk]^T = Delta^T T^T [Kr^T; Mqk]^T), as N 128 (state) and N 16 (output)
+    const u64 upd = descriptor_at(kda_plan::WS_UPD_DESC, record + kda_plan::WS_UPD_OFFSET);
+    constexpr int k_output_rows = D / 8 * kda_plan::WS_UPD_SBO; // N rows D .. D + C - 1
     wgmma_fence();
-    wgmma_m64n16k16_rs(ut, da, descriptor_at(kda_plan::WS_TINV_DESC, record + kda_plan::WS_TINV_OFFSET), 0);
-    wgmma_commit();
-    wgmma_wait<0>();
-    u32 ua[4];
-    pack_a(ut[0], ut[1], ua);
-
-    // update: [S | O^T] += U^T [Kr^T; Mqk]^T, as N 128 (state) and N 16 (output)
-    const u64 krm = descriptor_at(kda_plan::WS_KRM_DESC, record + kda_plan::WS_KRM_OFFSET);
-    constexpr int k_mqk_rows = D / 8 * kda_plan::WS_KRM_SBO; // Mqk: N rows D .. D + C - 1
-    wgmma_fence();
-    wgmma_m64n128k16_rs(acc[0], ua, krm, 1);
-    wgmma_m64n16k16_rs(o, ua, krm + (k_mqk_rows >> 4), 1);
+    wgmma_m64n128k16_rs(acc[0], da, upd, 1);
+    wgmma_m64n16k16_rs(o, da, upd + (k_output_rows >> 4), 1);
     wgmma_commit();
     wgmma_wait<0>();
 

@@ -63,7 +63,8 @@ TEST_CASE("a prepare kernel with a 2-slot ring and 4 chunks per CTA compiles wit
   prepare["min_blocks_per_sm"] = 5;
   for (nlohmann::json& b : prepare["smem"]["buffers"]) {
     const std::string name = b["name"];
-    if (name == "kd_lo" || name == "qd_lo" || name == "ki_lo" || name == "lmat" || name == "rnorm" || name == "beta") {
+    if (name == "kd_lo" || name == "qd_lo" || name == "ki_lo" || name == "lmat" || name == "tt" || name == "rnorm" ||
+        name == "beta") {
       b["region"] = "shared";
     }
   }
