@@ -33,7 +33,7 @@ usage:
       compile time, registers and spills per entry point).
   kdajit route [--cc X.Y [--sms N] [--nvrtc X.Y]] [--layout L] [--state D] [--heads H] [--sequences N] [--schedule S]
       Explain which shipped schedule and target a call gets, on the current
-      GPU or on a simulated device.
+      GPU or on a simulated device (eligibility, target rule, tuning table).
   kdajit verify [--seqlens a,b,... | --fixed B,T] [--heads H] [--state bf16|fp32]
                 [--gate standard|minus8|plus8|bias8] [--seed N] [--json]
       Run one random prefill on the GPU and check it against the CPU fp64
@@ -44,8 +44,9 @@ usage:
   kdajit tune [--iters N] [--warmup N] [--dry-run] [--json]
       Benchmark every eligible shipped schedule on this GPU for one workload
       per shape class (how the sequence x head pairs fill the SMs) and write
-      the fastest into the tuning table routing reads (KDAJIT_TUNE_FILE, else
-      <cache dir>/tuning-v1.json), keyed by CC and SM count.
+      the fastest into the local tuning table (KDAJIT_TUNE_FILE, else
+      <cache dir>/tuning-v1.json), keyed by CC and SM count. Routing reads it
+      over the tables shipped in tuning/*.json, entry by entry.
   kdajit bench [--cases a,b] [--iters N] [--warmup N] [--cold] [--json]
       Time recurrent_kda_prefill on the peers' workloads (GPU needed): median
       of N calls after warm-up, CUDA events, bf16 state updated in place; ms,
