@@ -134,6 +134,10 @@ void check_beta_and_gate_params(const PrefillArgs& a, ProblemShape& p) {
   }
   require_element_aligned("beta", a.beta);
   p.beta_token_stride = p.seq_len > 1 ? s[1] : p.heads;
+  if (!std::isfinite(a.lower_bound) || !(a.lower_bound < 0.0)) {
+    throw TensorError("lower_bound", fmt::format("must be finite and negative, got {}", a.lower_bound));
+  }
+  p.lower_bound = a.lower_bound;
   if (!a.a_log.defined()) {
     throw TensorError("A_log", "is required");
   }

@@ -27,6 +27,9 @@ struct ProblemShape {
   bool state_in = false;         ///< initial_state given (updated in place)
   bool state_out = false;        ///< a state is written (in place, or a final state)
   std::int64_t beta_token_stride = 0;
+  /// The call's lower_bound (natural log); routing skips schedules whose
+  /// eligibility range or BF16-safe range excludes it. Nothing: not checked.
+  std::optional<double> lower_bound;
 };
 
 /// Device ordinal of a device pointer, or nothing for host or unknown memory.

@@ -76,9 +76,10 @@ const TuningTable& tuning_table() {
 RouteDecision route_memo(const DeviceDescription& d, const ProblemShape& p, const PrefillOptions& options) {
   static std::mutex mutex;
   static std::map<std::string, RouteDecision> memo;
-  const std::string key = fmt::format("{}.{}/{}/{}.{}/{}/{}/{}/{}/{}", d.cc_major, d.cc_minor, d.sm_count, d.nvrtc_major,
-                                      d.nvrtc_minor, to_string(p.layout), to_string(p.state_dtype),
-                                      p.state_in || p.state_out, p.heads, options.schedule.value_or(""));
+  const std::string key = fmt::format("{}.{}/{}/{}.{}/{}/{}/{}/{}/{}/{:.17g}", d.cc_major, d.cc_minor, d.sm_count,
+                                      d.nvrtc_major, d.nvrtc_minor, to_string(p.layout), to_string(p.state_dtype),
+                                      p.state_in || p.state_out, p.heads, options.schedule.value_or(""),
+                                      p.lower_bound.value_or(0.0));
   const std::string key_with_class =
       key + "/" + std::string(to_string(shape_class(static_cast<std::int64_t>(p.num_seqs) * p.heads, d.sm_count)));
   std::lock_guard lock(mutex);

@@ -1,6 +1,7 @@
 #include "runtime/router.hpp"
 
 #include "compiler/errors.hpp"
+#include "compiler/exponent_range.hpp"
 #include "compiler/lower/family_recipe.hpp"
 #include "compiler/validated_schedule.hpp"
 
@@ -8,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace kda {
 namespace {
@@ -71,6 +73,14 @@ std::string ineligibility(const Schedule& s, const Target& target, const Problem
   if (p.heads < e.min_heads || (e.max_heads && p.heads > *e.max_heads)) {
     return fmt::format("{} heads is outside its head range", p.heads);
   }
+  if (p.lower_bound) {
+    const double safe = safe_lower_bound_magnitude(s.chunk_size, s.exponent_anchor);
+    const double lb = *p.lower_bound;
+    if (!(lb >= e.lower_bound.min && lb < e.lower_bound.max && std::fabs(lb) < safe)) {
+      return fmt::format("lower_bound {} is outside its range [{}, {}) with |lower_bound| < {:.4f}", lb,
+                         e.lower_bound.min, e.lower_bound.max, safe);
+    }
+  }
   try {
     find_family_recipe(s);
     validate(s, target);
@@ -84,6 +94,7 @@ RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescript
                     const RouteRequest& request) {
   RouteDecision decision;
   std::string explanation;
+  bool excluded_by_lower_bound = false; // some schedule had a target and failed only on lower_bound
   for (const Schedule& s : schedules) {
     if (request.schedule && s.name != *request.schedule) {
       continue;
@@ -96,6 +107,7 @@ RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescript
       why = ineligibility(s, *choice.target, p);
     }
     if (!why.empty()) {
+      excluded_by_lower_bound = excluded_by_lower_bound || why.starts_with("lower_bound ");
       explanation += fmt::format("{}: not eligible: {}\n", s.name, why);
       continue;
     }
@@ -107,6 +119,11 @@ RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescript
   }
   if (request.schedule && explanation.empty()) {
     throw TensorError("schedule", fmt::format("no shipped schedule is named '{}'", *request.schedule));
+  }
+  if (decision.schedule == nullptr && excluded_by_lower_bound) {
+    throw TensorError("lower_bound", fmt::format("{} is outside the range every schedule for CC {}.{} makes safe in "
+                                                 "BF16:\n{}",
+                                                 *p.lower_bound, device.cc_major, device.cc_minor, explanation));
   }
   if (decision.schedule == nullptr) {
     throw TensorError("schedule", fmt::format("no eligible schedule for CC {}.{}:\n{}", device.cc_major, device.cc_minor,

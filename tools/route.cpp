@@ -35,7 +35,7 @@ std::pair<int, int> parse_version(const std::string& text, const char* option) {
 
 int route_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::set<std::string> options = shape_option_names();
-  options.insert({"--cc", "--sms", "--heads", "--sequences", "--schedule", "--nvrtc"});
+  options.insert({"--cc", "--sms", "--heads", "--sequences", "--schedule", "--nvrtc", "--lower-bound"});
   const ParsedArgs parsed = parse_args(args, {}, options);
   DeviceDescription device;
   if (const std::optional<std::string> cc = parsed.option("--cc")) {
@@ -62,6 +62,9 @@ int route_command(const std::vector<std::string>& args, std::ostream& out, std::
   problem.state_out = true;
   problem.heads = std::stoi(parsed.option("--heads").value_or("64"));
   problem.num_seqs = std::stoi(parsed.option("--sequences").value_or("1"));
+  if (const std::optional<std::string> lb = parsed.option("--lower-bound")) {
+    problem.lower_bound = std::stod(*lb);
+  }
   RouteRequest request;
   request.schedule = parsed.option("--schedule");
   const std::optional<std::string> table_path =

@@ -255,3 +255,22 @@ TEST_CASE("router: an invalid schedule for its target is ineligible with the val
   CHECK_THAT(why, Contains("exceeds sm_120a's limit of 101,376 B"));
   CHECK_THAT(route_refusal(big, device(12, 0), problem()), Contains("portable_c16: not eligible: total SMEM"));
 }
+
+TEST_CASE("router: a lower_bound outside a schedule's safe range makes it ineligible", "[runtime][router]") {
+  std::vector<Schedule> schedules = {shipped("portable_c16"), shipped("portable_c16_w8")};
+  schedules[0].eligibility.lower_bound.min = -2.0; // a narrower design listed first
+  ProblemShape p = problem();
+  p.lower_bound = -3.0;
+  const RouteDecision d = route(schedules, device(9, 0), p, {});
+  REQUIRE(d.schedule != nullptr);
+  CHECK(d.schedule->name == "portable_c16_w8");
+  CHECK_THAT(d.explanation, Contains("portable_c16: not eligible: lower_bound -3 is outside its range [-2, 0)"));
+  p.lower_bound = -1.0;
+  CHECK(route(schedules, device(9, 0), p, {}).schedule->name == "portable_c16");
+  // an explicit request for the narrower design is refused with the reason
+  p.lower_bound = -3.0;
+  RouteRequest request;
+  request.schedule = "portable_c16";
+  CHECK_THROWS_WITH(route(schedules, device(9, 0), p, request), Contains("argument 'lower_bound'") &&
+                                                                     Contains("lower_bound -3 is outside its range [-2, 0)"));
+}
