@@ -92,6 +92,23 @@ ChunkOperands prepare_chunk(const HeadTokens& tokens, std::int64_t begin, double
     }
   }
 
+  ops.rounding = config.rounding;
+  const RoundingPoints* r = config.rounding ? &*config.rounding : nullptr;
+  if (r != nullptr && r->has("beta")) {
+    for (double& b : ops.beta) {
+      b = round_to_bf16(b);
+    }
+  }
+  if (r != nullptr) {
+    for (auto [point, m] : {std::pair{"kd_anchored", &ops.kd_anchored}, std::pair{"qd_anchored", &ops.qd_anchored},
+                            std::pair{"ki", &ops.ki}}) {
+      round_to_fp32(*m);
+      if (r->has(point)) {
+        round_to_bf16(*m);
+      }
+    }
+  }
+
   // Selection, not multiplication by a 0/1 mask: masked products may overflow.
   ops.l = Matrix(c, c);
   ops.mqk = Matrix(c, c);
@@ -103,7 +120,23 @@ ChunkOperands prepare_chunk(const HeadTokens& tokens, std::int64_t begin, double
       ops.mqk(i, j) = dot_row(ops.qd_anchored, i, ops.ki, j);
     }
   }
+  if (r != nullptr) {
+    round_to_fp32(ops.l);
+    round_to_fp32(ops.mqk);
+    if (r->has("lmat")) {
+      round_to_bf16(ops.l);
+    }
+    if (r->has("mqk")) {
+      round_to_bf16(ops.mqk);
+    }
+  }
   ops.t = invert_unit_lower(ops.l, config.inverse_scheme());
+  if (r != nullptr) {
+    round_to_fp32(ops.t);
+    if (r->has("tinv")) {
+      round_to_bf16(ops.t);
+    }
+  }
 
   // Restore the true decay factors.
   const double restore = std::exp2(anchor);
@@ -121,6 +154,14 @@ ChunkOperands prepare_chunk(const HeadTokens& tokens, std::int64_t begin, double
   for (std::int64_t j = 0; j < c; ++j) {
     for (std::int64_t k = 0; k < k_head_dim; ++k) {
       ops.kr(j, k) *= std::exp2(ops.kr_exponent[static_cast<std::size_t>(k)]);
+    }
+  }
+  if (r != nullptr) {
+    for (auto [point, m] : {std::pair{"kd", &ops.kd}, std::pair{"qd", &ops.qd}, std::pair{"kr", &ops.kr}}) {
+      round_to_fp32(*m);
+      if (r->has(point)) {
+        round_to_bf16(*m);
+      }
     }
   }
   return ops;

@@ -7,6 +7,7 @@
 
 #include "reference/head_tokens.hpp"
 #include "reference/matrix.hpp"
+#include "reference/rounding.hpp"
 #include "reference/unit_lower_inverse.hpp"
 
 #include <cstdint>
@@ -22,9 +23,12 @@ struct ChunkConfig {
   bool anchored = true;
   /// Absent: Neumann for chunk 16, blocked otherwise.
   std::optional<InverseScheme> inverse;
+  /// Present: emulate a kernel's numerics (bf16 at these points, fp32
+  /// products and state); absent: fp64 throughout.
+  std::optional<RoundingPoints> rounding;
 
-  static ChunkConfig unanchored_16() { return ChunkConfig{16, false, std::nullopt}; }
-  static ChunkConfig anchored_32() { return ChunkConfig{32, true, std::nullopt}; }
+  static ChunkConfig unanchored_16() { return ChunkConfig{16, false, std::nullopt, std::nullopt}; }
+  static ChunkConfig anchored_32() { return ChunkConfig{32, true, std::nullopt, std::nullopt}; }
   InverseScheme inverse_scheme() const;
 };
 
@@ -32,6 +36,7 @@ struct ChunkConfig {
 double chunk_anchor(const ChunkConfig& config, std::optional<double> lower_bound);
 
 struct ChunkOperands {
+  std::optional<RoundingPoints> rounding; // the emulated numerics, if any (from ChunkConfig)
   std::int64_t size = 0;       // C
   std::int64_t valid_rows = 0; // rows holding a token; padded rows have a2 = 0, k = v = beta = 0
   double anchor = 0.0;         // C_a (log2 domain)

@@ -1,0 +1,174 @@
+// The CPU emulation of each shipped schedule's numerics (reference/rounding.hpp:
+// bf16 at the points its `numerics.bf16_rounding` names, fp32 products and
+// state, its chunk size, anchor and inverse) against the fp64 token reference
+// with spec section 8's bound: relative RMS error <= 1e-2 per (sequence, head),
+// output and final state. Designs with a generator must meet it; the planned
+// ones (no generator yet) are reported, and the finding about the seed's
+// chunk-32 rounding plan is pinned by its own test below.
+#include "compiler/errors.hpp"
+#include "compiler/lower/family_recipe.hpp"
+#include "compiler/schedule_library.hpp"
+#include "reference/chunked_prefill.hpp"
+#include "reference/rounding.hpp"
+#include "reference/sequences.hpp"
+#include "reference/token_reference.hpp"
+#include "reference_problem.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+using namespace kda::reference;
+using namespace kda::reference::testing;
+
+namespace {
+
+struct RmsErrors {
+  double output = 0.0;
+  double final_state = 0.0;
+};
+
+// Worst per-(sequence, head) relative RMS error of output rows and final state.
+RmsErrors worst_relative_rms(const PrefillResult& x, const PrefillResult& ref, const std::vector<SequenceRange>& seqs) {
+  RmsErrors worst;
+  const std::int64_t heads = ref.heads;
+  for (std::size_t i = 0; i < seqs.size(); ++i) {
+    for (std::int64_t h = 0; h < heads; ++h) {
+      double err = 0.0;
+      double norm = 0.0;
+      for (std::int64_t t = 0; t < seqs[i].length; ++t) {
+        const auto base = static_cast<std::size_t>(((seqs[i].token_begin + t) * heads + h) * k_head_dim);
+        for (std::size_t e = 0; e < static_cast<std::size_t>(k_head_dim); ++e) {
+          err += (x.output[base + e] - ref.output[base + e]) * (x.output[base + e] - ref.output[base + e]);
+          norm += ref.output[base + e] * ref.output[base + e];
+        }
+      }
+      if (norm > 0.0) {
+        worst.output = std::max(worst.output, std::sqrt(err / norm));
+      }
+      err = 0.0;
+      norm = 0.0;
+      const std::size_t base = state_index(static_cast<std::int64_t>(i), h, heads, 0, 0);
+      for (std::size_t e = 0; e < static_cast<std::size_t>(k_state_elements); ++e) {
+        err += (x.final_state[base + e] - ref.final_state[base + e]) * (x.final_state[base + e] - ref.final_state[base + e]);
+        norm += ref.final_state[base + e] * ref.final_state[base + e];
+      }
+      if (norm > 0.0) {
+        worst.final_state = std::max(worst.final_state, std::sqrt(err / norm));
+      }
+    }
+  }
+  return worst;
+}
+
+ChunkConfig emulation_of(const kda::Schedule& s) {
+  ChunkConfig config;
+  config.chunk_size = s.chunk_size;
+  config.anchored = s.exponent_anchor == kda::ExponentAnchor::lower_bound;
+  // The generated chunk-16 kernels invert by forward substitution; the chunk-32
+  // designs by the blocked 8 -> 16 -> 32 scheme of seed note 000.
+  config.inverse = s.chunk_size == 16 ? InverseScheme::forward_substitution : InverseScheme::blocked;
+  config.rounding = RoundingPoints::from_names(s.numerics.bf16_rounding);
+  return config;
+}
+
+// One schedule's emulation on fixed and packed problems (with 0- and
+// 1-token sequences) and three gate distributions: the worst errors.
+RmsErrors emulate_schedule(const kda::Schedule& s, const ChunkConfig& config, std::uint64_t seed,
+                           double& worst_departure_from_fp64) {
+  RmsErrors worst;
+  worst_departure_from_fp64 = 1.0;
+  for (const GateDistribution gate : {GateDistribution::standard, GateDistribution::all_plus_8,
+                                      GateDistribution::all_minus_8}) {
+    for (const bool packed : {false, true}) {
+      ProblemSpec spec = packed ? ProblemSpec{1, 0, 2, {1, 17, 0, 70, 33}, gate, 0} : ProblemSpec{2, 100, 2, {}, gate, 0};
+      const RandomProblem problem(spec, ++seed);
+      const std::int64_t n = problem.sequences();
+      std::mt19937_64 rng(seed ^ 0x5eedULL);
+      const OwnedState initial = random_state(StateDtype::fp32, n, spec.heads, rng);
+      OwnedState token_state = initial;
+      OwnedState chunk_state = initial;
+      OwnedState exact_state = initial;
+      PrefillOptions options;
+      options.lower_bound = -5.0;
+      options.output_final_state = true;
+      PrefillInputs inputs = problem.inputs();
+      inputs.initial_state = token_state.view(n);
+      const PrefillResult expected = run_reference_prefill(inputs, options);
+      inputs.initial_state = chunk_state.view(n);
+      const PrefillResult emulated = run_chunked_prefill(inputs, options, config);
+      ChunkConfig exact = config;
+      exact.rounding.reset();
+      inputs.initial_state = exact_state.view(n);
+      const PrefillResult fp64 = run_chunked_prefill(inputs, options, exact);
+      const RmsErrors e = worst_relative_rms(emulated, expected, sequence_ranges(inputs));
+      UNSCOPED_INFO(s.name << " gate " << static_cast<int>(gate) << (packed ? " packed" : " fixed") << ": output "
+                           << e.output << ", state " << e.final_state);
+      worst.output = std::max(worst.output, e.output);
+      worst.final_state = std::max(worst.final_state, e.final_state);
+      worst_departure_from_fp64 = std::min(worst_departure_from_fp64,
+                                           worst_relative_rms(emulated, fp64, sequence_ranges(inputs)).output);
+    }
+  }
+  return worst;
+}
+
+bool has_generator(const kda::Schedule& s) {
+  try {
+    kda::find_family_recipe(s);
+    return true;
+  } catch (const kda::ScheduleError&) {
+    return false;
+  }
+}
+
+} // namespace
+
+TEST_CASE("every generated schedule's emulated numerics meet spec section 8 against the fp64 reference",
+          "[reference][emulation]") {
+  std::uint64_t seed = 7000;
+  for (const kda::Schedule& s : kda::shipped_schedules()) {
+    double departure = 0.0;
+    const RmsErrors e = emulate_schedule(s, emulation_of(s), seed += 100, departure);
+    INFO(s.name << ": worst output " << e.output << ", state " << e.final_state);
+    // The rounding is really applied: the emulation departs from the fp64
+    // chunked result by about bf16's resolution, not by fp64 round-off.
+    CHECK(departure > 1e-4);
+    if (has_generator(s)) {
+      CHECK(e.output <= 1e-2);
+      CHECK(e.final_state <= 1e-2);
+    } else if (e.output > 1e-2 || e.final_state > 1e-2) {
+      WARN(s.name << " (a plan without a generator) misses spec section 8 as emulated: output " << e.output
+                  << ", state " << e.final_state);
+    }
+  }
+}
+
+// Seed note 000's chunk-32 plan rounds the anchored operands of L and Mqk
+// (Kd_a, Qd_a, Ki) to bf16. Emulated, that misses spec section 8 on the
+// output of a one-token sequence with fast decay (g = +8): q.k of one token is
+// a near-cancelling sum that bf16 operands cannot resolve (the portable kernel
+// hit the same at 6e-2 and forms L and Mqk from split hi + lo operands). With
+// those three points taken out, i.e. near-fp32 products, the same plan passes.
+TEST_CASE("the seed's chunk-32 rounding plan needs near-fp32 L and Mqk products", "[reference][emulation]") {
+  const kda::Schedule& s = *kda::find_shipped_schedule("sm100_m128_c32");
+  double departure = 0.0;
+  const RmsErrors as_planned = emulate_schedule(s, emulation_of(s), 9100, departure);
+  CHECK(as_planned.output > 1e-2);
+  ChunkConfig split = emulation_of(s);
+  for (const char* point : {"kd_anchored", "qd_anchored", "ki"}) {
+    split.rounding->bf16.erase(point);
+  }
+  const RmsErrors with_split = emulate_schedule(s, split, 9100, departure);
+  CHECK(with_split.output <= 1e-2);
+  CHECK(with_split.final_state <= 1e-2);
+}
+
+TEST_CASE("bf16 rounding is to nearest even and unknown rounding points are refused", "[reference][emulation]") {
+  CHECK(round_to_bf16(1.0) == 1.0);
+  CHECK(round_to_bf16(1.0 + std::ldexp(1.0, -8)) == 1.0);                          // tie -> even (1.0)
+  CHECK(round_to_bf16(1.0 + 3 * std::ldexp(1.0, -8)) == 1.0 + std::ldexp(1.0, -6)); // tie -> even (up)
+  CHECK(round_to_bf16(1.0 + std::ldexp(1.0, -7) + std::ldexp(1.0, -12)) == 1.0 + std::ldexp(1.0, -7));
+  CHECK_THROWS_WITH(RoundingPoints::from_names({"kd", "carrier"}), Catch::Contains("'carrier'"));
+  CHECK(RoundingPoints::from_names({"kd", "u"}).has("u"));
+}
