@@ -28,7 +28,8 @@ namespace kda::runtime {
   X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuMemcpyHtoD)          \
   X(cuMemcpyDtoH) X(cuMemcpyAsync) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemsetD8Async)              \
   X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate) X(cuEventRecord)              \
-  X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy) X(cuPointerGetAttribute)
+  X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy) X(cuPointerGetAttribute)                    \
+  X(cuTensorMapEncodeTiled)
 
 /// The driver entry points kdajit calls. Members carry the driver's names (as
 /// cuda.h spells them after its versioning macros, so `api.cuMemAlloc(...)`

@@ -7,6 +7,8 @@
 #include "runtime/device_info.hpp"
 #include "runtime/loaded_module.hpp"
 #include "runtime/nvrtc_compiler.hpp"
+#include "runtime/tensor_map_encoder.hpp"
+#include "device_array.hpp"
 #include "runtime_kernels.hpp"
 
 #include <catch2/catch.hpp>
@@ -159,4 +161,37 @@ TEST_CASE("gpu: modules load in the current context and move", "[gpu][runtime]")
   CHECK(second.module() == handle);
   CHECK(first.module() == nullptr); // NOLINT(bugprone-use-after-move): moved-from state is documented
   CHECK_THROWS_AS(second.function("kda_not_loaded"), InternalError);
+}
+
+// The driver's encoder on the H200 (issue 5: TMA tensor maps exercised on a
+// GPU that has TMA): the token-rows map of a real allocation encodes, and
+// requests the host check refuses are refused by the driver too.
+TEST_CASE("gpu: cuTensorMapEncodeTiled accepts the checked maps and refuses the broken ones", "[gpu][runtime][tma]") {
+  kda::runtime::ensure_current_context();
+  const std::uint64_t tokens = 1000;
+  const std::uint64_t heads = 3;
+  kda::test::DeviceArray v(tokens * heads * 128 * 2);
+  const kda::TensorMapRequest ok = kda::token_rows_tensor_map(reinterpret_cast<std::uint64_t>(v.data()),
+                                                              kda::TmaDataType::bf16, tokens, heads, 128, 16,
+                                                              kda::TmaSwizzle::none);
+  const kda::runtime::EncodedTensorMap map = kda::runtime::encode_tensor_map(ok, "v");
+  bool any = false;
+  for (std::uint64_t word : map) {
+    any = any || word != 0;
+  }
+  CHECK(any);
+  CHECK(kda::runtime::driver_encode_result(ok) == CUDA_SUCCESS);
+  for (int broken = 0; broken < 4; ++broken) {
+    kda::TensorMapRequest r = ok;
+    switch (broken) {
+    case 0: r.box_dim[2] = 257; break;
+    case 1: r.global_strides[0] = 264; break;
+    case 2: r.global_address += 8; break;
+    case 3: r.swizzle = kda::TmaSwizzle::b128; break; // 256 B inner box over a 128 B span
+    }
+    INFO("broken rule " << broken);
+    CHECK_FALSE(kda::tensor_map_problems(r).empty());
+    CHECK(kda::runtime::driver_encode_result(r) != CUDA_SUCCESS);
+    CHECK_THROWS_AS(kda::runtime::encode_tensor_map(r, "v"), kda::InternalError);
+  }
 }
