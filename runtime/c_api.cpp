@@ -5,6 +5,8 @@
 #include "compiler/errors.hpp"
 #include "runtime/kda.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <string>
 
@@ -121,6 +123,13 @@ kda_status kda_recurrent_prefill(const kda_prefill_args* args, void** out_ptr, v
     kda::PrefillOptions options;
     if (args->schedule != nullptr) {
       options.schedule = std::string(args->schedule);
+    }
+    if (args->family != nullptr) {
+      options.family = kda::parse_family(args->family);
+      if (!options.family) {
+        throw kda::TensorError("family", fmt::format("unknown family '{}' (known: {})", args->family,
+                                                     kda::family_words()));
+      }
     }
     kda::PrefillResult r = kda::recurrent_kda_prefill(a, options);
     if (out_ptr != nullptr) {

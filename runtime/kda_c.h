@@ -45,6 +45,7 @@ typedef struct {
   kda_tensor final_state;   /* optional: allocated when needed and not given */
   void* stream;             /* CUstream */
   const char* schedule;     /* optional: force a schedule by name */
+  const char* family;       /* optional: "warp_mma", "wgmma" or "tcgen05": choose only among that family */
 } kda_prefill_args;
 
 typedef struct kda_buffer_s* kda_buffer;

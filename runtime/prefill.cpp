@@ -81,11 +81,13 @@ RouteDecision route_memo(const DeviceDescription& d, const ProblemShape& p, cons
                                       p.state_in || p.state_out, p.heads, options.schedule.value_or(""),
                                       p.lower_bound.value_or(0.0));
   const std::string key_with_class =
-      key + "/" + std::string(to_string(shape_class(static_cast<std::int64_t>(p.num_seqs) * p.heads, d.sm_count)));
+      key + "/" + std::string(to_string(shape_class(static_cast<std::int64_t>(p.num_seqs) * p.heads, d.sm_count))) +
+      "/" + (options.family ? std::string(to_string(*options.family)) : std::string());
   std::lock_guard lock(mutex);
   auto it = memo.find(key_with_class);
   if (it == memo.end()) {
-    it = memo.emplace(key_with_class, route(shipped_schedules(), d, p, RouteRequest{options.schedule, &tuning_table()}))
+    it = memo.emplace(key_with_class,
+                      route(shipped_schedules(), d, p, RouteRequest{options.schedule, options.family, &tuning_table()}))
              .first;
   }
   return it->second;

@@ -2,6 +2,7 @@
 /// The arguments of kda::recurrent_kda_prefill (C++ API).
 #pragma once
 
+#include "compiler/schedule_enums.hpp"
 #include "runtime/tensor_ref.hpp"
 
 #include <cmath>
@@ -36,6 +37,9 @@ struct PrefillArgs {
 
 struct PrefillOptions {
   std::optional<std::string> schedule; ///< force one schedule by name (refused with the reason if ineligible)
+  /// Choose only among this family's schedules (refused with every reason if
+  /// none is eligible); the tuning table decides among them as usual.
+  std::optional<Family> family;
 };
 
 } // namespace kda

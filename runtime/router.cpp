@@ -99,6 +99,9 @@ RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescript
     if (request.schedule && s.name != *request.schedule) {
       continue;
     }
+    if (request.family && s.family != *request.family) {
+      continue;
+    }
     const TargetChoice choice = choose_target(s, device);
     std::string why;
     if (!choice.target) {
@@ -125,6 +128,11 @@ RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescript
                                                  "BF16:\n{}",
                                                  *p.lower_bound, device.cc_major, device.cc_minor, explanation));
   }
+  if (decision.schedule == nullptr && request.family) {
+    throw TensorError("family", fmt::format("no eligible {} schedule for CC {}.{}:\n{}", to_string(*request.family),
+                                            device.cc_major, device.cc_minor,
+                                            explanation.empty() ? "(no shipped schedule of that family)\n" : explanation));
+  }
   if (decision.schedule == nullptr) {
     throw TensorError("schedule", fmt::format("no eligible schedule for CC {}.{}:\n{}", device.cc_major, device.cc_minor,
                                               explanation));
@@ -135,16 +143,25 @@ RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescript
     if (const std::optional<std::string> tuned = request.tuning->lookup(device_key, cls)) {
       bool used = false;
       for (const Schedule& s : schedules) {
-        const TargetChoice choice = s.name == *tuned ? choose_target(s, device) : TargetChoice{};
+        const bool wanted = s.name == *tuned && (!request.family || s.family == *request.family);
+        const TargetChoice choice = wanted ? choose_target(s, device) : TargetChoice{};
         if (choice.target && ineligibility(s, *choice.target, p).empty()) {
           decision.schedule = &s;
           decision.target = *choice.target;
           used = true;
         }
       }
+      const Schedule* named = nullptr;
+      for (const Schedule& s : schedules) {
+        named = s.name == *tuned ? &s : named;
+      }
+      const bool other_family = request.family && named != nullptr && named->family != *request.family;
       explanation += used ? fmt::format("tuning table: {} for {} / {}\n", *tuned, device_key, to_string(cls))
-                          : fmt::format("tuning table names {} for {} / {}, which is not eligible here\n", *tuned,
-                                        device_key, to_string(cls));
+                     : other_family
+                         ? fmt::format("tuning table names {} for {} / {}, not a {} schedule; first eligible\n", *tuned,
+                                       device_key, to_string(cls), to_string(*request.family))
+                         : fmt::format("tuning table names {} for {} / {}, which is not eligible here\n", *tuned,
+                                       device_key, to_string(cls));
     } else {
       explanation += fmt::format("tuning table: no entry for {} / {}; first eligible\n", device_key, to_string(cls));
     }

@@ -38,6 +38,7 @@ TargetChoice choose_target(const Schedule& schedule, const DeviceDescription& de
 
 struct RouteRequest {
   std::optional<std::string> schedule; ///< an explicit schedule: refused with the reason if ineligible
+  std::optional<Family> family;        ///< only this family's schedules: refused with the reasons if none is eligible
   const TuningTable* tuning = nullptr; ///< measured choices (kdajit tune); nullptr: first eligible
 };
 

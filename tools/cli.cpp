@@ -32,7 +32,7 @@ usage:
       List the kernel cache's entries (key, schedule, target, shape, size,
       compile time, registers and spills per entry point).
   kdajit route [--cc X.Y [--sms N] [--nvrtc X.Y]] [--layout L] [--state D] [--heads H] [--sequences N]
-               [--lower-bound LB] [--schedule S]
+               [--lower-bound LB] [--schedule S | --family F]
       Explain which shipped schedule and target a call gets, on the current
       GPU or on a simulated device (eligibility, target rule, tuning table).
   kdajit verify [--seqlens a,b,... | --fixed B,T] [--heads H] [--state bf16|fp32]

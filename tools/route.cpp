@@ -35,7 +35,7 @@ std::pair<int, int> parse_version(const std::string& text, const char* option) {
 
 int route_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::set<std::string> options = shape_option_names();
-  options.insert({"--cc", "--sms", "--heads", "--sequences", "--schedule", "--nvrtc", "--lower-bound"});
+  options.insert({"--cc", "--sms", "--heads", "--sequences", "--schedule", "--nvrtc", "--lower-bound", "--family"});
   const ParsedArgs parsed = parse_args(args, {}, options);
   DeviceDescription device;
   if (const std::optional<std::string> cc = parsed.option("--cc")) {
@@ -67,6 +67,13 @@ int route_command(const std::vector<std::string>& args, std::ostream& out, std::
   }
   RouteRequest request;
   request.schedule = parsed.option("--schedule");
+  if (const std::optional<std::string> family = parsed.option("--family")) {
+    request.family = parse_family(*family);
+    if (!request.family) {
+      err << fmt::format("kdajit route: unknown family '{}' (known: {})\n", *family, family_words());
+      return k_exit_usage;
+    }
+  }
   const std::optional<std::string> table_path =
       tuning_table_path(KernelRegistry::instance().disk_cache().config().root);
   const TuningTable table = routing_tuning_table(table_path);

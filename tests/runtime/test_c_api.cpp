@@ -66,6 +66,7 @@ TEST_CASE("c api: kda_prefill_args_init", "[runtime][c_api]") {
   CHECK(a.output_final_state == 0);
   CHECK(a.stream == nullptr);
   CHECK(a.schedule == nullptr);
+  CHECK(a.family == nullptr);
   for (const kda_tensor* t : {&a.q, &a.k, &a.v, &a.g, &a.beta, &a.a_log, &a.dt_bias, &a.initial_state, &a.cu_seqlens,
                               &a.out, &a.final_state}) {
     CHECK(empty(*t));
@@ -84,6 +85,12 @@ TEST_CASE("c api: refusals before any driver call", "[runtime][c_api]") {
     const kda_prefill_args a = fake_c_args();
     CHECK(kda_recurrent_prefill(&a, nullptr, nullptr, nullptr, &final_state) == KDA_ERROR_TENSOR);
     CHECK_THAT(std::string(kda_last_error()), Contains("argument 'out_buffer'"));
+  }
+  SECTION("an unknown family") {
+    kda_prefill_args a = fake_c_args();
+    a.family = "tensor_cores";
+    CHECK(kda_recurrent_prefill(&a, nullptr, nullptr, &out, &final_state) == KDA_ERROR_TENSOR);
+    CHECK_THAT(std::string(kda_last_error()), Contains("argument 'family': unknown family 'tensor_cores'"));
   }
   SECTION("a final state to allocate and no final_state_buffer") {
     kda_prefill_args a = fake_c_args();

@@ -6,6 +6,7 @@
 #include "compiler/validated_schedule.hpp"
 #include "fake_args.hpp"
 #include "runtime/router.hpp"
+#include "runtime/tuning_table.hpp"
 #include "compiler/schedule_fixtures.hpp"
 
 #include <catch2/catch.hpp>
@@ -273,4 +274,34 @@ TEST_CASE("router: a lower_bound outside a schedule's safe range makes it inelig
   request.schedule = "portable_c16";
   CHECK_THROWS_WITH(route(schedules, device(9, 0), p, request), Contains("argument 'lower_bound'") &&
                                                                      Contains("lower_bound -3 is outside its range [-2, 0)"));
+}
+
+TEST_CASE("router: a family request chooses only among that family and is refused with every reason", "[runtime][router]") {
+  RouteRequest wgmma;
+  wgmma.family = Family::wgmma;
+  const RouteDecision h200 = route(shipped_schedules(), device(9, 0), problem(), wgmma);
+  REQUIRE(h200.schedule != nullptr);
+  CHECK(h200.schedule->family == Family::wgmma);
+  CHECK(h200.target.name == "sm_90a");
+  CHECK_THAT(h200.explanation, !Contains("portable_c16:"));
+
+  // The tuning table's choice outside the family is set aside.
+  TuningTable table;
+  table.set(tuning_device_key(9, 0, 132), shape_class(2 * 4, 132), "sm90_wgmma_c16");
+  RouteRequest warp_mma;
+  warp_mma.family = Family::warp_mma;
+  warp_mma.tuning = &table;
+  const RouteDecision portable = route(shipped_schedules(), device(9, 0), problem(), warp_mma);
+  CHECK(portable.schedule->family == Family::warp_mma);
+  CHECK_THAT(portable.explanation, Contains("not a warp_mma schedule; first eligible"));
+
+  // No tcgen05 generator yet: a Blackwell device refuses the family with each schedule's reason.
+  RouteRequest tcgen05;
+  tcgen05.family = Family::tcgen05;
+  CHECK_THROWS_WITH(route(shipped_schedules(), device(10, 0), problem(), tcgen05),
+                    Contains("argument 'family': no eligible tcgen05 schedule for CC 10.0") &&
+                        Contains("sm100_m128_c32: not eligible: no code generator yet"));
+  // and the same request on a Hopper device names no target for its schedules
+  CHECK_THROWS_WITH(route(shipped_schedules(), device(9, 0), problem(), tcgen05),
+                    Contains("sm100_n16_c16: not eligible: no target for CC 9.0"));
 }
