@@ -47,7 +47,7 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           Decomposition::decomposed,
           16,
           {"common/prologue", "common/sequences", "wgmma/record_core_matrices", "common/recurrence_io",
-           "wgmma/async"},
+           "common/async_copy", "wgmma/async"},
           {{KernelRole::prepare, "common/prepare_chunk", "kda::frag::prepare_chunk",
             [] {
               std::vector<std::string> b = k_prepare_buffers;

@@ -1,51 +1,8 @@
 // kdajit fragment: wgmma/async
-// sm_90a asynchronous machinery: mbarriers with transaction counts, bulk
-// copies global -> shared (cp.async.bulk, the TMA unit without a tensor map),
-// wgmma fence / commit / wait, and SMEM descriptors whose constant fields
-// come from the plan (kda_plan::WS_*_DESC) and whose address is added here.
-// PTX ISA 9.7.13.15 (mbarrier), 9.7.9.25 (cp.async.bulk), 9.7.15.5 (wgmma).
+// sm_90a warpgroup MMA ordering: wgmma fence / commit / wait (PTX ISA
+// 9.7.15.6). The wgmma instructions themselves are emitted from the plan
+// (emit_wgmma_ops); mbarriers and bulk copies are in common/async_copy.
 namespace kda {
-
-__device__ __forceinline__ void mbarrier_init(u64* bar, u32 arrivals) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_address(bar)), "r"(arrivals) : "memory");
-}
-
-// Makes the initialisations visible to the async proxy (the bulk copies).
-__device__ __forceinline__ void mbarrier_init_fence() {
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-}
-
-// One arrival that also expects `bytes` of transactions in the current phase.
-__device__ __forceinline__ void mbarrier_arrive_expect_tx(u64* bar, u32 bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_address(bar)), "r"(bytes)
-               : "memory");
-}
-
-// One arrival (no transactions).
-__device__ __forceinline__ void mbarrier_arrive(u64* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_address(bar)) : "memory");
-}
-
-// Waits until the phase with the given parity has completed.
-__device__ __forceinline__ void mbarrier_wait(u64* bar, u32 parity) {
-  asm volatile("{\n"
-               ".reg .pred done;\n"
-               "KDA_MBARRIER_WAIT:\n"
-               "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-               "@!done bra KDA_MBARRIER_WAIT;\n"
-               "}\n" ::"r"(smem_address(bar)),
-               "r"(parity)
-               : "memory");
-}
-
-// `bytes` (a multiple of 16; both addresses 16-byte aligned) from global to
-// shared; completion is counted on `bar`.
-__device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, u32 bytes, u64* bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                   smem_address(dst)),
-               "l"(src), "r"(bytes), "r"(smem_address(bar))
-               : "memory");
-}
 
 __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -58,12 +15,6 @@ __device__ __forceinline__ void wgmma_commit() {
 template <int N>
 __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
-}
-
-// A descriptor: the plan's constant fields plus the operand's start address
-// (bits 0-13, address >> 4).
-__device__ __forceinline__ u64 descriptor_at(u64 fields, const void* operand) {
-  return fields | static_cast<u64>((smem_address(operand) >> 4) & 0x3fffu);
 }
 
 } // namespace kda
