@@ -9,6 +9,14 @@
 
 namespace kda {
 
+/// The recipe kernel and the schedule kernel an entry comes from (nullptr for
+/// the chunk-offsets entry, which no schedule declares).
+const KernelRecipe* kernel_recipe_of(const FamilyRecipe& recipe, const EntryPlan& entry);
+const ValidatedKernel* validated_kernel_of(const ValidatedSchedule& schedule, const EntryPlan& entry);
+
+/// A schedule name as a plan-header constant prefix ("kd_lo" -> "KD_LO").
+std::string constant_prefix(const std::string& name);
+
 /// Tile constants from the chunk size, head dim and M tile.
 TilePlan resolve_tiles(const ValidatedSchedule& schedule, const ShapeKey& shape);
 

@@ -5,34 +5,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 
 namespace kda {
-namespace {
-
-std::string upper(const std::string& s) {
-  std::string out = s;
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  return out;
-}
-
-} // namespace
 
 void place_smem(const ValidatedSchedule& v, const FamilyRecipe& recipe, std::vector<EntryPlan>& entries) {
   std::vector<Diagnostic> problems;
   for (EntryPlan& e : entries) {
-    const KernelRecipe* kr = nullptr;
-    for (const KernelRecipe& r : recipe.kernels) {
-      if (r.role == e.role && r.fragment == e.fragment) {
-        kr = &r;
-      }
-    }
-    const ValidatedKernel* vk = nullptr;
-    for (const ValidatedKernel& k : v.kernels()) {
-      if (k.decl.name == e.kernel) {
-        vk = &k;
-      }
-    }
+    const KernelRecipe* kr = kernel_recipe_of(recipe, e);
+    const ValidatedKernel* vk = validated_kernel_of(v, e);
     if (kr == nullptr || vk == nullptr) {
       continue; // chunk offsets: static SMEM only
     }
@@ -55,7 +35,7 @@ void place_smem(const ValidatedSchedule& v, const FamilyRecipe& recipe, std::vec
       }
       const BufferDecl& decl = vk->decl.smem.buffers[i];
       SmemSymbol sym;
-      sym.name = upper(b.name);
+      sym.name = constant_prefix(b.name);
       sym.buffer = b.name;
       sym.region = b.region;
       sym.offset = b.region == Region::stage ? b.offset : layout.shared_offset + b.offset;

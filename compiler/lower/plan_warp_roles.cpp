@@ -6,41 +6,21 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cctype>
 
 namespace kda {
-namespace {
-
-std::string upper(const std::string& s) {
-  std::string out = s;
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  return out;
-}
-
-} // namespace
 
 void plan_warp_roles(const ValidatedSchedule& v, const FamilyRecipe& recipe, std::vector<EntryPlan>& entries) {
   std::vector<Diagnostic> problems;
   for (EntryPlan& e : entries) {
-    const KernelRecipe* kr = nullptr;
-    for (const KernelRecipe& r : recipe.kernels) {
-      if (r.role == e.role && r.fragment == e.fragment) {
-        kr = &r;
-      }
-    }
-    const ValidatedKernel* vk = nullptr;
-    for (const ValidatedKernel& k : v.kernels()) {
-      if (k.decl.name == e.kernel) {
-        vk = &k;
-      }
-    }
+    const KernelRecipe* kr = kernel_recipe_of(recipe, e);
+    const ValidatedKernel* vk = validated_kernel_of(v, e);
     if (kr == nullptr || vk == nullptr) {
       continue; // chunk offsets: one anonymous role
     }
     std::vector<std::string> declared;
     int first = 0;
     for (const WarpRole& role : vk->decl.warp_roles) {
-      e.roles.push_back({upper(role.name), role.warps, first});
+      e.roles.push_back({constant_prefix(role.name), role.warps, first});
       declared.push_back(role.name);
       first += role.warps;
     }
