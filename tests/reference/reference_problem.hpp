@@ -58,6 +58,14 @@ struct HeadErrors {
 HeadErrors worst_relative_error(const PrefillResult& x, const PrefillResult& ref,
                                 const std::vector<SequenceRange>& sequences);
 
+/// Per (sequence, head): sqrt(sum (x - ref)^2 / sum ref^2) over the output rows
+/// and over the final state (spec section 8's measure); the worst of each.
+struct RmsErrors {
+  double output = 0.0;
+  double final_state = 0.0;
+};
+RmsErrors worst_relative_rms(const PrefillResult& x, const PrefillResult& ref, const std::vector<SequenceRange>& seqs);
+
 bool has_nan(const std::vector<double>& values);
 bool same_bits(const OwnedState& a, const OwnedState& b);
 

@@ -23,44 +23,6 @@ using namespace kda::reference::testing;
 
 namespace {
 
-struct RmsErrors {
-  double output = 0.0;
-  double final_state = 0.0;
-};
-
-// Worst per-(sequence, head) relative RMS error of output rows and final state.
-RmsErrors worst_relative_rms(const PrefillResult& x, const PrefillResult& ref, const std::vector<SequenceRange>& seqs) {
-  RmsErrors worst;
-  const std::int64_t heads = ref.heads;
-  for (std::size_t i = 0; i < seqs.size(); ++i) {
-    for (std::int64_t h = 0; h < heads; ++h) {
-      double err = 0.0;
-      double norm = 0.0;
-      for (std::int64_t t = 0; t < seqs[i].length; ++t) {
-        const auto base = static_cast<std::size_t>(((seqs[i].token_begin + t) * heads + h) * k_head_dim);
-        for (std::size_t e = 0; e < static_cast<std::size_t>(k_head_dim); ++e) {
-          err += (x.output[base + e] - ref.output[base + e]) * (x.output[base + e] - ref.output[base + e]);
-          norm += ref.output[base + e] * ref.output[base + e];
-        }
-      }
-      if (norm > 0.0) {
-        worst.output = std::max(worst.output, std::sqrt(err / norm));
-      }
-      err = 0.0;
-      norm = 0.0;
-      const std::size_t base = state_index(static_cast<std::int64_t>(i), h, heads, 0, 0);
-      for (std::size_t e = 0; e < static_cast<std::size_t>(k_state_elements); ++e) {
-        err += (x.final_state[base + e] - ref.final_state[base + e]) * (x.final_state[base + e] - ref.final_state[base + e]);
-        norm += ref.final_state[base + e] * ref.final_state[base + e];
-      }
-      if (norm > 0.0) {
-        worst.final_state = std::max(worst.final_state, std::sqrt(err / norm));
-      }
-    }
-  }
-  return worst;
-}
-
 ChunkConfig emulation_of(const kda::Schedule& s) {
   ChunkConfig config;
   config.chunk_size = s.chunk_size;
