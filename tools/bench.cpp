@@ -1,4 +1,4 @@
-// kdajit bench [--cases a,b] [--iters N] [--warmup N] [--cold] [--json]
+// kdajit bench [--cases a,b] [--iters N] [--warmup N] [--cold] [--schedule S] [--json]
 // Times recurrent_kda_prefill on the workloads of peers-h200.md under the
 // peers' settings: fresh random inputs, the same buffers every call, 20
 // warm-up calls, median of 100 calls timed with CUDA events, bf16 state given
@@ -46,7 +46,10 @@ std::vector<std::string> split(const std::string& s) {
 } // namespace
 
 int bench_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  const ParsedArgs parsed = parse_args(args, {"--json", "--cold"}, {"--cases", "--iters", "--warmup", "--seed"});
+  const ParsedArgs parsed =
+      parse_args(args, {"--json", "--cold"}, {"--cases", "--iters", "--warmup", "--seed", "--schedule"});
+  PrefillOptions options;
+  options.schedule = parsed.option("--schedule");
   const int iters = std::stoi(parsed.option("--iters").value_or("100"));
   const int warmup = std::stoi(parsed.option("--warmup").value_or("20"));
   const bool cold = parsed.has("--cold");
@@ -85,7 +88,7 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
     if (first) {
       // First call of the process: kernel from the disk cache (or NVRTC) + module load.
       const auto t0 = std::chrono::steady_clock::now();
-      recurrent_kda_prefill(args_for(wl, wl.sets[0]));
+      recurrent_kda_prefill(args_for(wl, wl.sets[0]), options);
       KDA_CU(cuCtxSynchronize);
       const double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       const nlohmann::json stats = KernelRegistry::instance().disk_cache().stats_json();
@@ -95,7 +98,7 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
       const PrefillArgs a = args_for(wl, wl.sets[0]);
       const auto t1 = std::chrono::steady_clock::now();
       for (int i = 0; i < calls; ++i) {
-        recurrent_kda_prefill(a);
+        recurrent_kda_prefill(a, options);
       }
       const double host_us =
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t1).count() / calls;
@@ -103,7 +106,7 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
       out << fmt::format("host time per call (dispatch, enqueue only) {:.2f} us\n", host_us);
       first = false;
     }
-    const Timing t = time_calls(wl, warmup, iters);
+    const Timing t = time_calls(wl, warmup, iters, options);
     const double gbs = static_cast<double>(bytes) / (t.median_ms * 1e-3) / 1e9;
     const double floor_ms = static_cast<double>(bytes) / k_h200_copy_bandwidth * 1e3;
     const double vs_flashkda = w->flashkda_ms / t.median_ms;

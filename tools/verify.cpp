@@ -1,4 +1,5 @@
-// kdajit verify [--seqlens a,b,c | --fixed B,T] [--heads H] [--state bf16|fp32] [--gate G] [--seed N] [--json]
+// kdajit verify [--seqlens a,b,c | --fixed B,T] [--heads H] [--state bf16|fp32] [--gate G] [--seed N]
+//               [--schedule S] [--json]
 // Runs one random prefill on the GPU through the public API (packed layout,
 // state updated in place) and checks it against the CPU fp64 reference with
 // spec section 8's tolerances: per (sequence, head) relative RMS <= 1e-2 of
@@ -158,7 +159,7 @@ VerifyFigures run_verification(const VerifySpec& spec) {
   a.initial_state = TensorRef::contiguous(dstate.data(), fp32 ? ElementType::fp32 : ElementType::bf16,
                                           {n, heads, 128, 128});
   a.out = TensorRef::contiguous(dout.data(), ElementType::bf16, shape);
-  const PrefillResult r = recurrent_kda_prefill(a);
+  const PrefillResult r = recurrent_kda_prefill(a, spec.options);
   const std::vector<Bf16> got = dout.download<Bf16>(elems);
   std::vector<double> got_state(state_elems);
   if (fp32) {
@@ -234,7 +235,8 @@ std::optional<VerifyGate> parse_gate(const std::string& word) {
 }
 
 int verify_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  const ParsedArgs parsed = parse_args(args, {"--json"}, {"--seqlens", "--fixed", "--heads", "--state", "--seed", "--gate"});
+  const ParsedArgs parsed =
+      parse_args(args, {"--json"}, {"--seqlens", "--fixed", "--heads", "--state", "--seed", "--gate", "--schedule"});
   if (!runtime::driver_status().available) {
     err << "kdajit verify: needs a GPU: " << runtime::driver_status().to_string() << "\n";
     return k_exit_no_device;
@@ -256,6 +258,7 @@ int verify_command(const std::vector<std::string>& args, std::ostream& out, std:
     }
   }
   spec.heads = std::stoll(parsed.option("--heads").value_or("4"));
+  spec.options.schedule = parsed.option("--schedule");
   spec.fp32_state = parsed.option("--state").value_or("bf16") == "fp32";
   spec.seed = std::stoull(parsed.option("--seed").value_or("7"));
   const std::optional<VerifyGate> gate = parse_gate(parsed.option("--gate").value_or("standard"));

@@ -3,6 +3,8 @@
 /// `kdajit verify` and `kdajit accuracy` run).
 #pragma once
 
+#include "runtime/prefill_args.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,6 +28,7 @@ struct VerifySpec {
   bool fp32_state = false;
   VerifyGate gate = VerifyGate::standard;
   std::uint64_t seed = 7;
+  PrefillOptions options; ///< a forced schedule or family (default: routed)
 };
 
 struct VerifyFigures {

@@ -43,6 +43,12 @@ void emit_wrapper(int n, SourceWriter& out) {
   out.line("    : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(b_desc), \"r\"(accumulate)");
   out.line("    : \"memory\");");
   out.close();
+  out.line(fmt::format("// The same under the name shared by every N (chosen by the accumulator's extent, {} tiles).", n / 8));
+  out.open(fmt::format("__device__ __forceinline__ void wgmma_m64k16_rs(float (&d)[{}][4], const u32 (&a)[4], u64 b_desc, "
+                       "int accumulate)",
+                       n / 8));
+  out.line(fmt::format("wgmma_m64n{}k16_rs(d, a, b_desc, accumulate);", n));
+  out.close();
 }
 
 } // namespace

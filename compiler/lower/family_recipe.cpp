@@ -15,7 +15,7 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           Family::warp_mma,
           Decomposition::decomposed,
           16,
-          {"common/prologue", "common/sequences", "warp_mma/record_rows", "common/recurrence_io"},
+          {"common/prologue", "common/sequences", "warp_mma/record_rows", "common/recurrence_io", "common/prepare_ops"},
           {{KernelRole::prepare, "common/prepare_chunk", "kda::frag::prepare_chunk",
             [] {
               std::vector<std::string> b = k_prepare_buffers;
@@ -47,7 +47,7 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           Decomposition::decomposed,
           16,
           {"common/prologue", "common/sequences", "wgmma/record_core_matrices", "common/recurrence_io",
-           "common/async_copy", "wgmma/async"},
+           "common/async_copy", "wgmma/async", "common/prepare_ops", "wgmma/fold_c16"},
           {{KernelRole::prepare, "common/prepare_chunk", "kda::frag::prepare_chunk",
             [] {
               std::vector<std::string> b = k_prepare_buffers;
@@ -66,20 +66,47 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           "record",
           {16, 128},
       },
+      {
+          // Chunk 32 with the fixed exponent anchor: the same record image at
+          // twice the rows (KQ N 64, K 128; UPD N 160, K 32); the prepare
+          // kernel (8 warps) inverts blocked 16 -> 32 and folds T into UPD.
+          "wgmma_decomposed_c32",
+          Family::wgmma,
+          Decomposition::decomposed,
+          32,
+          {"common/prologue", "common/sequences", "wgmma/record_core_matrices", "common/recurrence_io",
+           "common/async_copy", "wgmma/async", "common/prepare_ops"},
+          {{KernelRole::prepare, "wgmma/prepare_chunk32", "kda::frag::prepare_chunk32",
+            {"q_raw", "k_raw", "g_raw", "rnorm", "beta", "ki", "kda", "qda", "kda_lo", "qda_lo", "ki_lo", "lmat", "mqk",
+             "kr", "tmat", "tt"},
+            {"prepare"}},
+           {KernelRole::recurrence, "wgmma/recurrence", "kda::frag::recurrence", {"record", "v", "out", "full", "empty"},
+            {"mma", "producer"}}},
+          {KernelRole::prepare, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256},
+          {{"KQ", 0, 64 * 128 * 2, 8 * 128, 128},
+           {"UPD", 0, 160 * 32 * 2, 20 * 128, 128},
+           {"BETA", 0, 32 * 4},
+           {"GAMMA", 0, 128 * 4}},
+          "record",
+          {32, 128},
+      },
   };
   return k_recipes;
 }
 
 const FamilyRecipe& find_family_recipe(const Schedule& s) {
+  std::string available;
   for (const FamilyRecipe& r : all_family_recipes()) {
     if (r.family == s.family && r.decomposition == s.decomposition && r.chunk_size == s.chunk_size) {
       return r;
     }
+    available += fmt::format("{}{} {} chunk {}", available.empty() ? "" : ", ", to_string(r.family),
+                             to_string(r.decomposition), r.chunk_size);
   }
   throw ScheduleError(s.source, {{"/family", fmt::format("no code generator yet for a {} {} design with chunk {} "
-                                                         "(available: warp_mma and wgmma decomposed chunk 16)",
+                                                         "(available: {})",
                                                          to_string(s.family), to_string(s.decomposition),
-                                                         s.chunk_size)}});
+                                                         s.chunk_size, available)}});
 }
 
 } // namespace kda

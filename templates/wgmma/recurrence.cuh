@@ -16,8 +16,8 @@
 // the samples). The
 // MMA warps never wait for each other beyond their warpgroup's wgmma: no CTA
 // barrier inside the chunk loop.
-// Per chunk and MMA warp:
-//   project: P^T = S Kd^T, O0^T = S Qd^T     2 x 8 x m64n16k16 (K = 128)
+// Per chunk (C = 16 or 32 tokens) and MMA warp:
+//   project: P^T = S Kd^T, O0^T = S Qd^T     2 x 8 x m64nCk16 (K = 128)
 //            from the packed bf16 state; then S diag(gamma) (decaying while
 //            they run made ptxas inject waits: the state is the previous
 //            update's accumulator)
@@ -25,7 +25,7 @@
 //   update:  [S | O^T] = [S diag(gamma) | O0^T] + Delta^T UPD^T
 //            (UPD = T^T [Kr | Mqk^T] from the prepare kernel: the solve
 //            U^T = Delta^T T^T is folded in, one dependent wgmma less per chunk)
-//                                            m64n128k16 + m64n16k16
+//                                            C / 16 x (m64n128k16 + m64nCk16)
 // O0^T lives in one accumulator from the projection to the update: copying
 // it between accumulators (from an m64n32k16 [P^T | O0^T] into the tail of
 // an m64n144k16 [S | O^T], or into a separate one) made ptxas serialize every
@@ -48,26 +48,31 @@ __device__ __forceinline__ void issue_record_copy(const kda_plan::KdaParams& p, 
 }
 
 // An MMA warp: its 16 value columns of chunk c's V rows into the slot's V
-// tile, one 16-byte cp.async per lane (row lane / 2, columns v_row + 8 (lane %
-// 2) ..), rows past the sequence end zero-filled. Only this warp reads these
-// columns, so the warp's own cp.async groups order them.
+// tile, C / 16 16-byte cp.asyncs per lane (rows lane / 2 + 16 i, columns
+// v_row + 8 (lane % 2) ..), rows past the sequence end zero-filled. Only this
+// warp reads these columns, so the warp's own cp.async groups order them.
 __device__ __forceinline__ void load_warp_v_async(const kda_plan::KdaParams& p, u8* slot, const SequenceSpan& seq,
                                                   int h, int v_row, i64 c) {
   namespace R = kda_plan::recurrence;
   constexpr int C = kda_plan::CHUNK_SIZE;
   constexpr int D = kda_plan::HEAD_DIM;
   const int lane = threadIdx.x & 31;
-  const int r = lane >> 1;
   const int col = v_row + 8 * (lane & 1);
-  const bool ok = r < seq.length - c * C;
-  const i64 at = ok ? ((seq.start + c * C + r) * p.heads + h) * D * 2 + 2 * col : 0;
-  cp_async_16(slot + R::V_OFFSET + 2 * (r * R::V_PITCH + col), reinterpret_cast<const u8*>(p.v) + at, ok);
+#pragma unroll
+  for (int i = 0; i < C / 16; ++i) {
+    const int r = (lane >> 1) + 16 * i;
+    const bool ok = r < seq.length - c * C;
+    const i64 at = ok ? ((seq.start + c * C + r) * p.heads + h) * D * 2 + 2 * col : 0;
+    cp_async_16(slot + R::V_OFFSET + 2 * (r * R::V_PITCH + col), reinterpret_cast<const u8*>(p.v) + at, ok);
+  }
 }
 
 // The warp's O^T fragment (value rows v_row .. v_row + 15, chunk rows c) to the
 // output: transposed through the warp's 16 columns of the SMEM tile, then one
-// 16-byte store per lane (chunk row lane / 2, value columns 8 (lane % 2) ..).
-__device__ __forceinline__ void store_warp_output(const kda_plan::KdaParams& p, u8* tile, const float (&o)[2][4],
+// 16-byte store per lane and 16 chunk rows (chunk row lane / 2 + 16 i, value
+// columns 8 (lane % 2) ..).
+__device__ __forceinline__ void store_warp_output(const kda_plan::KdaParams& p, u8* tile,
+                                                  const float (&o)[kda_plan::CHUNK_SIZE / 8][4],
                                                   const SequenceSpan& seq, int h, int v_row, i64 c) {
   namespace R = kda_plan::recurrence;
   constexpr int C = kda_plan::CHUNK_SIZE;
@@ -77,7 +82,7 @@ __device__ __forceinline__ void store_warp_output(const kda_plan::KdaParams& p, 
   const int t = lane & 3;
   __syncwarp(); // the previous chunk's reads of these columns are done
 #pragma unroll
-  for (int nc = 0; nc < 2; ++nc) {
+  for (int nc = 0; nc < C / 8; ++nc) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int row = v_row + g + 8 * (e >> 1);
@@ -86,13 +91,16 @@ __device__ __forceinline__ void store_warp_output(const kda_plan::KdaParams& p, 
     }
   }
   __syncwarp();
-  const int r = lane >> 1;
   const int valid = static_cast<int>(min(static_cast<i64>(C), seq.length - c * C));
-  if (r < valid) {
-    const int col = v_row + 8 * (lane & 1);
-    const i64 at = ((seq.start + c * C + r) * p.heads + h) * D * 2 + 2 * col;
-    *reinterpret_cast<uint4*>(reinterpret_cast<u8*>(p.out) + at) =
-        *reinterpret_cast<const uint4*>(tile + 2 * (r * R::OUT_PITCH + col));
+  const int col = v_row + 8 * (lane & 1);
+#pragma unroll
+  for (int i = 0; i < C / 16; ++i) {
+    const int r = (lane >> 1) + 16 * i;
+    if (r < valid) {
+      const i64 at = ((seq.start + c * C + r) * p.heads + h) * D * 2 + 2 * col;
+      *reinterpret_cast<uint4*>(reinterpret_cast<u8*>(p.out) + at) =
+          *reinterpret_cast<const uint4*>(tile + 2 * (r * R::OUT_PITCH + col));
+    }
   }
 }
 
@@ -114,7 +122,9 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
   constexpr int C = kda_plan::CHUNK_SIZE;
   constexpr int D = kda_plan::HEAD_DIM;
   constexpr int S = R::STAGES;
-  static_assert(C == 16 && D == 128, "wgmma recurrence: chunk 16, head dim 128");
+  constexpr int NT = C / 8;  // 8-column tiles of the chunk dimension
+  constexpr int KS = C / 16; // K steps over the chunk rows
+  static_assert((C == 16 || C == 32) && D == 128, "wgmma recurrence: chunk 16 or 32, head dim 128");
   static_assert(rows_per_warp() == 16 && kda_plan::M_TILE % 64 == 0, "warpgroups of 64 value rows, 16 per warp");
   static_assert(R::MMA_FIRST_WARP == 0 && R::PRODUCER_WARPS == 1 && R::PRODUCER_FIRST_WARP == R::MMA_WARPS,
                 "MMA warps first, then one producer warp");
@@ -188,10 +198,10 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
       acc[0][nt][2] *= gm.x;
       acc[0][nt][3] *= gm.y;
     }
-    float po[2][4]; // P^T
-    float o[2][4];  // O0^T, then O^T
+    float po[NT][4]; // P^T
+    float o[NT][4];  // O0^T, then O^T
 #pragma unroll
-    for (int j = 0; j < 2; ++j) {
+    for (int j = 0; j < NT; ++j) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         po[j][e] = 0.0f;
@@ -204,8 +214,8 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
 #pragma unroll
     for (int ks = 0; ks < 8; ++ks) {
       const int k_bytes = 2 * ks * kda_plan::WS_KQ_LBO; // keys 16 ks .. 16 ks + 15
-      wgmma_m64n16k16_rs(po, sa[ks], kq + (k_bytes >> 4), ks > 0 ? 1 : 0);
-      wgmma_m64n16k16_rs(o, sa[ks], kq + ((k_bytes + k_qd_rows) >> 4), ks > 0 ? 1 : 0);
+      wgmma_m64k16_rs(po, sa[ks], kq + (k_bytes >> 4), ks > 0 ? 1 : 0);
+      wgmma_m64k16_rs(o, sa[ks], kq + ((k_bytes + k_qd_rows) >> 4), ks > 0 ? 1 : 0);
     }
     wgmma_commit();
     wgmma_wait<0>();
@@ -215,31 +225,41 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
     const float* const beta = reinterpret_cast<const float*>(record + kda_plan::WS_BETA_OFFSET);
     cp_async_wait<S - 1>(); // this warp's V columns of chunk c
     __syncwarp();
-    u32 vt[4];
-    ldmatrix_x4_trans(vt, slot + R::V_OFFSET + 2 * (lane_row * R::V_PITCH + v_row + lane_col8));
-    float dl[2][4];
+    u32 da[KS][4]; // Delta^T as A fragments, K step kc = chunk rows 16 kc ..
 #pragma unroll
-    for (int nc = 0; nc < 2; ++nc) {
+    for (int kc = 0; kc < KS; ++kc) {
+      u32 vt[4];
+      ldmatrix_x4_trans(vt, slot + R::V_OFFSET + 2 * ((16 * kc + lane_row) * R::V_PITCH + v_row + lane_col8));
+      float dl[2][4];
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const u32 pair = vt[2 * nc + half];
-        const int col = 8 * nc + 2 * t;
-        const float d0 = beta[col] * (bf16_bits_to_float(static_cast<u16>(pair & 0xffffu)) - po[nc][2 * half]);
-        const float d1 = beta[col + 1] * (bf16_bits_to_float(static_cast<u16>(pair >> 16)) - po[nc][2 * half + 1]);
-        dl[nc][2 * half] = col < valid ? d0 : 0.0f;
-        dl[nc][2 * half + 1] = col + 1 < valid ? d1 : 0.0f;
+      for (int nc = 0; nc < 2; ++nc) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const u32 pair = vt[2 * nc + half];
+          const int col = 16 * kc + 8 * nc + 2 * t;
+          const float d0 =
+              beta[col] * (bf16_bits_to_float(static_cast<u16>(pair & 0xffffu)) - po[2 * kc + nc][2 * half]);
+          const float d1 =
+              beta[col + 1] * (bf16_bits_to_float(static_cast<u16>(pair >> 16)) - po[2 * kc + nc][2 * half + 1]);
+          dl[nc][2 * half] = col < valid ? d0 : 0.0f;
+          dl[nc][2 * half + 1] = col + 1 < valid ? d1 : 0.0f;
+        }
       }
+      pack_a(dl[0], dl[1], da[kc]);
     }
-    u32 da[4];
-    pack_a(dl[0], dl[1], da);
 
     // update: [S | O^T] += Delta^T UPD^T (the solve is folded into UPD:
-    // U^T [Kr^T; Mqk]^T = Delta^T T^T [Kr^T; Mqk]^T), as N 128 (state) and N 16 (output)
+    // U^T [Kr^T; Mqk]^T = Delta^T T^T [Kr^T; Mqk]^T), as N 128 (state) and N C
+    // (output), one K step of 16 chunk rows at a time
     const u64 upd = descriptor_at(kda_plan::WS_UPD_DESC, record + kda_plan::WS_UPD_OFFSET);
     constexpr int k_output_rows = D / 8 * kda_plan::WS_UPD_SBO; // N rows D .. D + C - 1
     wgmma_fence();
-    wgmma_m64n128k16_rs(acc[0], da, upd, 1);
-    wgmma_m64n16k16_rs(o, da, upd + (k_output_rows >> 4), 1);
+#pragma unroll
+    for (int kc = 0; kc < KS; ++kc) {
+      const int k_bytes = 2 * kc * kda_plan::WS_UPD_LBO;
+      wgmma_m64n128k16_rs(acc[0], da[kc], upd + (k_bytes >> 4), 1);
+      wgmma_m64k16_rs(o, da[kc], upd + ((k_bytes + k_output_rows) >> 4), 1);
+    }
     wgmma_commit();
     wgmma_wait<0>();
 
