@@ -1,4 +1,4 @@
-// kdajit accuracy [--state fp32|bf16] [--json]
+// kdajit accuracy [--state fp32|bf16] [--schedule S] [--json]
 // The six accuracy cases of ../shared/bench/peers-h200.md on the GPU: relative
 // RMS error of the output and of the final state against the fp64 token
 // reference, over the whole tensor (as the peers' figures are), beside
@@ -51,7 +51,7 @@ std::vector<AccuracyCase> accuracy_cases() {
 } // namespace
 
 int accuracy_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  const ParsedArgs parsed = parse_args(args, {"--json"}, {"--state"});
+  const ParsedArgs parsed = parse_args(args, {"--json"}, {"--state", "--schedule"});
   if (!runtime::driver_status().available) {
     err << "kdajit accuracy: needs a GPU: " << runtime::driver_status().to_string() << "\n";
     return k_exit_no_device;
@@ -66,6 +66,7 @@ int accuracy_command(const std::vector<std::string>& args, std::ostream& out, st
   for (AccuracyCase c : accuracy_cases()) {
     c.spec.fp32_state = fp32;
     c.spec.seed = seed++;
+    c.spec.options.schedule = parsed.option("--schedule");
     const VerifyFigures f = run_verification(c.spec);
     const double ro = f.whole_output / c.fla_out;
     const double rs = f.whole_state / c.fla_state;

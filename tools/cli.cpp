@@ -39,7 +39,7 @@ usage:
                 [--gate standard|minus8|plus8|bias8] [--seed N] [--schedule S] [--json]
       Run one random prefill on the GPU and check it against the CPU fp64
       reference with the tolerances of spec section 8 (routed, or schedule S).
-  kdajit accuracy [--state fp32|bf16] [--json]
+  kdajit accuracy [--state fp32|bf16] [--schedule S] [--json]
       The six accuracy cases of the peers' H200 table: relative RMS error of
       output and state beside FlashKDA's and FLA's, and the ratio to FLA's.
   kdajit tune [--iters N] [--warmup N] [--dry-run] [--json]

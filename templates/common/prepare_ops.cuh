@@ -50,10 +50,12 @@ __device__ __forceinline__ void warp_product_16x16(const u8* x_hi, const u8* x_l
   }
 }
 
-// 1 / sqrt(sum_k x[r][k]^2 + 1e-6) for the C = 16 rows of a bf16 SMEM tile
-// (row pitch `pitch` elements) by one warp: the diagonal of X X^T from
-// m16n8k16 MMAs over K = HEAD_DIM (A and B fragments by ldmatrix from the same
-// rows). Thread (g, t = g / 2) holds diagonal elements g and g + 8.
+// 1 / sqrt(sum_k x[r][k]^2 + 1e-6) for the 16 rows of a bf16 SMEM tile (row
+// pitch `pitch` elements) by one warp: the diagonal of X X^T from m16n8k16
+// MMAs over K = HEAD_DIM. The B fragments of X^T are the A fragment's own
+// registers (B for columns n = rows 0-7 is {a0, a2}, for rows 8-15 {a1, a3}),
+// so one ldmatrix per K step. Thread (g, t = g / 2) holds diagonal elements g
+// and g + 8.
 __device__ __forceinline__ void warp_row_rnorms(const u8* x, int pitch, float* rnorm) {
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2;
@@ -61,9 +63,6 @@ __device__ __forceinline__ void warp_row_rnorms(const u8* x, int pitch, float* r
   // A: matrix j = lane / 8 is rows 8 (j % 2) .., columns 8 (j / 2) ..
   const int a_row = 8 * ((lane >> 3) & 1) + (lane & 7);
   const int a_col = 8 * (lane >> 4);
-  // B (columns n = rows of x): matrix j is rows 8 (j / 2) .., columns 8 (j % 2) ..
-  const int b_row = 8 * (lane >> 4) + (lane & 7);
-  const int b_col = 8 * ((lane >> 3) & 1);
   float acc[2][4];
 #pragma unroll
   for (int nt = 0; nt < 2; ++nt) {
@@ -75,11 +74,9 @@ __device__ __forceinline__ void warp_row_rnorms(const u8* x, int pitch, float* r
 #pragma unroll
   for (int ks = 0; ks < kda_plan::HEAD_DIM / 16; ++ks) {
     u32 a[4];
-    u32 b[4];
     ldmatrix_x4(a, x + 2 * (a_row * pitch + 16 * ks + a_col));
-    ldmatrix_x4(b, x + 2 * (b_row * pitch + 16 * ks + b_col));
-    mma_bf16_16816(acc[0], a, b[0], b[1]);
-    mma_bf16_16816(acc[1], a, b[2], b[3]);
+    mma_bf16_16816(acc[0], a, a[0], a[2]);
+    mma_bf16_16816(acc[1], a, a[1], a[3]);
   }
   if (t == (g >> 1)) {
     // selected, not indexed by g: a run-time index would put acc in local memory

@@ -3,24 +3,26 @@
 // chunk-32 recurrence, with the fixed exponent anchor of spec section 8
 // (decision 3): C_a = (C / 2) b, b = lower_bound log2 e = gate_scale, so that
 // the operands of the in-chunk products stay within 2^(+-16 |b|).
-// 8 warps; thread (half, ch) = (threadIdx.x / 128, threadIdx.x % 128) owns key
-// column ch of rows 16 half .. 16 half + 15.
+// 8 warps; in gather, center and the Kr step thread (group, pair) =
+// (threadIdx.x / 64, threadIdx.x % 64) owns key columns 2 pair, 2 pair + 1 of
+// rows 8 group .. 8 group + 7 (4-byte bf16-pair accesses; a warp covers a row).
 //   load:    q, k, g rows with 16-byte cp.async (common/prepare_ops)
 //   norm:    warps 0..3: diag(X X^T) of q rows 0-15, 16-31, k rows 0-15, 16-31
-//   gather:  each thread takes its 16 rows of the column into registers; the
-//            gate prefix G over its rows, and the other half's gate sum (the
-//            same additions in the same order, never contracted: both halves
-//            agree on G_tot bit for bit)
+//   gather:  the gates of a thread's elements and their prefix over its rows;
+//            each row group's sum to SMEM (gsum); after the barrier every
+//            thread adds the group sums in one order (never contracted), so
+//            all agree on G_tot bit for bit
 //   center:  Kda = k^ 2^(G - C_a), Qda = scale q^ 2^(G - C_a), Ki = k^ 2^(C_a - G)
-//            as split operands hi + lo (bf16 each); Kr = k^ 2^(G_tot - G) kept
-//            in registers; gamma = 2^G_tot
+//            as split operands hi + lo (bf16 each); gamma = 2^G_tot
 //   mqk:     warps 0-2: the blocks (0,0), (1,0), (1,1) of Kda Ki^T, warps 3-5
 //            the same blocks of Qda Ki^T (16 x 16 x 128 each, hi*hi + hi*lo +
 //            lo*hi); warps 6-7 write the record's Kd = Kda 2^C_a and
 //            Qd = Qda 2^C_a (restored from the hi tiles) as core matrices
-//   inverse: L = diag(beta) strict-lower(.) and Mqk = lower-incl(.) to SMEM;
+//   inverse: L = diag(beta) strict-lower(.) and Mqk = lower-incl(.) to SMEM,
+//            Kr = k^ 2^(G_tot - G) = (Ki hi + lo) 2^(G_tot - C_a) over Ki;
 //            warp 0: T11, T22 by forward substitution in fp32 (lanes 0-15 and
-//            16-31 at once), X = L21 T11, T21 = -T22 X (blocked 16 -> 32)
+//            16-31 at once); the CTA: X = L21 T11, T21 = -T22 X (blocked
+//            16 -> 32), one element per thread
 //   fold:    UPD = [Kr^T T; Mqk T] (N HEAD_DIM + C, K C) by mma.sync: warp w
 //            the keys 16 w .. 16 w + 15 (Kr^T by ldmatrix.trans from the row
 //            tile), warps 0-1 the C output rows; stored as core matrices
@@ -42,6 +44,12 @@ __device__ __forceinline__ uint4 restore_anchor_x8(uint4 v, float restore) {
   return make_uint4(out[0], out[1], out[2], out[3]);
 }
 
+// The low halves x - bf16(x) of a split pair whose high halves are `hi`.
+__device__ __forceinline__ u32 split_lo(const float (&x)[2], u32 hi) {
+  return pack_bf16x2(x[0] - bf16_bits_to_float(static_cast<u16>(hi & 0xffffu)),
+                     x[1] - bf16_bits_to_float(static_cast<u16>(hi >> 16)));
+}
+
 __device__ __forceinline__ float anchored_gate(const kda_plan::KdaParams& p, float g, float a_scale, float bias) {
   return __fmul_rn(p.gate_scale, sigmoid(a_scale * (g + bias)));
 }
@@ -51,17 +59,24 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   constexpr int C = kda_plan::CHUNK_SIZE;
   constexpr int D = kda_plan::HEAD_DIM;
   constexpr int HALF = 16;
-  static_assert(C == 32 && D == 128 && P::THREADS == 2 * D, "chunk 32: two threads per key column, 8 warps");
+  constexpr int ROWS = 8; // rows per thread in gather, center and Kr
+  static_assert(C == 32 && D == 128 && P::THREADS == 2 * D, "chunk 32: 8 warps");
+  static_assert(P::THREADS == (C / ROWS) * (D / 2), "one thread per (row group of 8, column pair)");
+  static_assert(P::GSUM_BYTES >= 4 * (C / ROWS) * D, "one gate sum per row group and key column");
   static_assert(P::STAGES == 1 && P::CHUNKS_PER_CTA == 1, "one chunk per CTA");
   static_assert(P::Q_RAW_PITCH == P::K_RAW_PITCH && P::KDA_PITCH == P::QDA_PITCH && P::KDA_PITCH == P::KI_PITCH &&
                     P::KDA_PITCH == P::KDA_LO_PITCH && P::KDA_PITCH == P::QDA_LO_PITCH &&
                     P::KDA_PITCH == P::KI_LO_PITCH,
                 "one pitch for the raw tiles and one for the split operands");
+  static_assert(P::KDA_PITCH == P::Q_RAW_PITCH && P::KI_OFFSET == P::Q_RAW_OFFSET && P::KDA_OFFSET == P::K_RAW_OFFSET &&
+                    P::QDA_OFFSET == P::G_RAW_OFFSET,
+                "center overwrites each thread's own raw elements: ki, kda, qda alias q_raw, k_raw, g_raw element for element");
+  static_assert(P::KR_OFFSET == P::KI_OFFSET && P::KR_PITCH == P::KI_PITCH, "Kr is written over the thread's own Ki elements");
   extern __shared__ __align__(128) u8 smem[];
   const int h = blockIdx.y;
-  const int ch = threadIdx.x % D;
-  const int half = threadIdx.x / D;
-  const int r0 = HALF * half;
+  const int col = 2 * (threadIdx.x % (D / 2)); // key columns col, col + 1
+  const int group = threadIdx.x / (D / 2);      // rows 8 group .. 8 group + 7
+  const int r0 = ROWS * group;
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2;
@@ -74,7 +89,7 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   load_chunk_rows(p, c, h, smem, 0);
   cp_async_commit();
   const float a_scale = __expf(p.a_log[h]);
-  const float bias = p.dt_bias[h * D + ch];
+  const float2 bias = *reinterpret_cast<const float2*>(p.dt_bias + h * D + col);
   const float anchor = 0.5f * C * p.gate_scale; // C_a (log2)
   u8* record = p.workspace + (c.chunk * p.heads + h) * static_cast<i64>(kda_plan::WS_RECORD_BYTES);
   const u8* q_raw = smem + P::Q_RAW_OFFSET;
@@ -101,60 +116,83 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
     reinterpret_cast<float*>(record + kda_plan::WS_BETA_OFFSET)[r] = b;
   }
 
-  // gather
-  float q[HALF];
-  float k[HALF];
-  float G[HALF];
-  float prefix = 0.0f;
-  float other = 0.0f; // the gate sum of the other half's rows
+  // gather: the gates of this thread's 8 rows x 2 columns, their prefix, and
+  // each row group's gate sum to `gsum` (q and k are read again in center,
+  // from the bytes this thread then overwrites: 4 CTAs per SM)
+  float* const gsum = reinterpret_cast<float*>(smem + P::GSUM_OFFSET); // [C / ROWS][D]
+  float2 G[ROWS];
+  {
+    float2 prefix = make_float2(0.0f, 0.0f);
 #pragma unroll
-  for (int i = 0; i < HALF; ++i) {
-    const int r = r0 + i;
-    const int ro = HALF - r0 + i;
-    q[i] = bf16_bits_to_float(reinterpret_cast<const u16*>(q_raw)[r * P::Q_RAW_PITCH + ch]);
-    k[i] = bf16_bits_to_float(reinterpret_cast<const u16*>(k_raw)[r * P::K_RAW_PITCH + ch]);
-    const float gr = bf16_bits_to_float(reinterpret_cast<const u16*>(g_raw)[r * P::G_RAW_PITCH + ch]);
-    const float go = bf16_bits_to_float(reinterpret_cast<const u16*>(g_raw)[ro * P::G_RAW_PITCH + ch]);
-    prefix = __fadd_rn(prefix, r < c.valid ? anchored_gate(p, gr, a_scale, bias) : 0.0f);
-    other = __fadd_rn(other, ro < c.valid ? anchored_gate(p, go, a_scale, bias) : 0.0f);
-    G[i] = prefix;
+    for (int i = 0; i < ROWS; ++i) {
+      const int r = r0 + i;
+      const u32 gp = *reinterpret_cast<const u32*>(g_raw + 2 * (r * P::G_RAW_PITCH + col));
+      const bool ok = r < c.valid;
+      prefix.x = __fadd_rn(prefix.x, ok ? anchored_gate(p, bf16_bits_to_float(static_cast<u16>(gp & 0xffffu)), a_scale, bias.x) : 0.0f);
+      prefix.y = __fadd_rn(prefix.y, ok ? anchored_gate(p, bf16_bits_to_float(static_cast<u16>(gp >> 16)), a_scale, bias.y) : 0.0f);
+      G[i] = prefix;
+    }
+    *reinterpret_cast<float2*>(gsum + group * D + col) = prefix;
   }
-  const float base = half == 0 ? 0.0f : other;    // G before the first own row
-  const float g_total = __fadd_rn(prefix, other); // the same sum in both halves
-  if (half == 1) {
-    reinterpret_cast<float*>(record + kda_plan::WS_GAMMA_OFFSET)[ch] = fast_exp2(g_total);
-  }
-  __syncthreads(); // rnorm, beta; the raw tiles are dead from here
+  __syncthreads(); // rnorm, beta, gsum
 
-  // center
+  // G before this group's first row and G_tot: the group sums added in one
+  // order by every thread (never contracted), so all groups agree bit for bit
+  float2 base = make_float2(0.0f, 0.0f);
+  float2 g_total = make_float2(0.0f, 0.0f);
+#pragma unroll
+  for (int q4 = 0; q4 < C / ROWS; ++q4) {
+    if (q4 == group) {
+      base = g_total;
+    }
+    const float2 part = *reinterpret_cast<const float2*>(gsum + q4 * D + col);
+    g_total.x = __fadd_rn(g_total.x, part.x);
+    g_total.y = __fadd_rn(g_total.y, part.y);
+  }
+  if (group == 0) {
+    *reinterpret_cast<float2*>(record + kda_plan::WS_GAMMA_OFFSET + 4 * col) =
+        make_float2(fast_exp2(g_total.x), fast_exp2(g_total.y));
+  }
+
+  // center: each thread reads its own q, k elements, then writes the operands
+  // over them (ki over q_raw, kda over k_raw, qda over g_raw: same elements,
+  // same thread); bf16 pairs, one 4-byte access per tile and row
   u8* const kda_s = smem + P::KDA_OFFSET;
   u8* const qda_s = smem + P::QDA_OFFSET;
   u8* const ki_s = smem + P::KI_OFFSET;
   u8* const kda_lo_s = smem + P::KDA_LO_OFFSET;
   u8* const qda_lo_s = smem + P::QDA_LO_OFFSET;
   u8* const ki_lo_s = smem + P::KI_LO_OFFSET;
-  u16 kr_column[HALF];
 #pragma unroll
-  for (int i = 0; i < HALF; ++i) {
+  for (int i = 0; i < ROWS; ++i) {
     const int r = r0 + i;
-    const float Gr = base + G[i];
-    const float kn = k[i] * rnorm[C + r];
-    const float qn = q[i] * rnorm[r];
-    const float down = fast_exp2(Gr - anchor);
-    const float kda_f = kn * down;
-    const float qda_f = p.scale * qn * down;
-    const float ki_f = kn * fast_exp2(anchor - Gr);
-    const u16 kda = float_to_bf16_bits(kda_f);
-    const u16 qda = float_to_bf16_bits(qda_f);
-    const u16 ki = float_to_bf16_bits(ki_f);
-    const int at = r * P::KDA_PITCH + ch;
-    reinterpret_cast<u16*>(kda_s)[at] = kda;
-    reinterpret_cast<u16*>(qda_s)[at] = qda;
-    reinterpret_cast<u16*>(ki_s)[at] = ki;
-    reinterpret_cast<u16*>(kda_lo_s)[at] = float_to_bf16_bits(kda_f - bf16_bits_to_float(kda));
-    reinterpret_cast<u16*>(qda_lo_s)[at] = float_to_bf16_bits(qda_f - bf16_bits_to_float(qda));
-    reinterpret_cast<u16*>(ki_lo_s)[at] = float_to_bf16_bits(ki_f - bf16_bits_to_float(ki));
-    kr_column[i] = float_to_bf16_bits(kn * fast_exp2(g_total - Gr));
+    const int at = 2 * (r * P::KDA_PITCH + col);
+    const u32 kp = *reinterpret_cast<const u32*>(k_raw + at);
+    const u32 qp = *reinterpret_cast<const u32*>(q_raw + at);
+    const float kscale = rnorm[C + r];
+    const float qscale = p.scale * rnorm[r];
+    float kda_f[2];
+    float qda_f[2];
+    float ki_f[2];
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const float Gr = (e == 0 ? base.x + G[i].x : base.y + G[i].y);
+      const float kn = bf16_bits_to_float(static_cast<u16>(kp >> (16 * e))) * kscale;
+      const float qn = bf16_bits_to_float(static_cast<u16>(qp >> (16 * e))) * qscale;
+      const float down = fast_exp2(Gr - anchor);
+      kda_f[e] = kn * down;
+      qda_f[e] = qn * down;
+      ki_f[e] = kn * fast_exp2(anchor - Gr);
+    }
+    const u32 kda = pack_bf16x2(kda_f[0], kda_f[1]);
+    const u32 qda = pack_bf16x2(qda_f[0], qda_f[1]);
+    const u32 ki = pack_bf16x2(ki_f[0], ki_f[1]);
+    *reinterpret_cast<u32*>(kda_s + at) = kda;
+    *reinterpret_cast<u32*>(qda_s + at) = qda;
+    *reinterpret_cast<u32*>(ki_s + at) = ki;
+    *reinterpret_cast<u32*>(kda_lo_s + at) = split_lo(kda_f, kda);
+    *reinterpret_cast<u32*>(qda_lo_s + at) = split_lo(qda_f, qda);
+    *reinterpret_cast<u32*>(ki_lo_s + at) = split_lo(ki_f, ki);
   }
   __syncthreads();
 
@@ -178,7 +216,7 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
     const int w0 = (threadIdx.x - 192) / parts;
 #pragma unroll
     for (int tile = 0; tile < 2; ++tile) {
-#pragma unroll
+#pragma unroll 2
       for (int pass = 0; pass < C / (writers / parts); ++pass) {
         const int r = w0 + pass * (writers / parts);
         const u8* src = (tile == 0 ? kda_s : qda_s) + 2 * r * P::KDA_PITCH + 16 * part;
@@ -214,9 +252,20 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
       }
     }
   }
+  // Kr = k^ 2^(G_tot - G) = Ki 2^(G_tot - C_a), from this thread's own split
+  // Ki elements (hi + lo), written over the hi elements (kr aliases ki)
+  {
+    const float kr_scale0 = fast_exp2(g_total.x - anchor);
+    const float kr_scale1 = fast_exp2(g_total.y - anchor);
 #pragma unroll
-  for (int i = 0; i < HALF; ++i) {
-    reinterpret_cast<u16*>(kr_s)[(r0 + i) * P::KR_PITCH + ch] = kr_column[i];
+    for (int i = 0; i < ROWS; ++i) {
+      const int at = 2 * ((r0 + i) * P::KI_PITCH + col);
+      const u32 hi = *reinterpret_cast<const u32*>(ki_s + at);
+      const u32 lo = *reinterpret_cast<const u32*>(ki_lo_s + at);
+      const float k0 = bf16_bits_to_float(static_cast<u16>(hi & 0xffffu)) + bf16_bits_to_float(static_cast<u16>(lo & 0xffffu));
+      const float k1 = bf16_bits_to_float(static_cast<u16>(hi >> 16)) + bf16_bits_to_float(static_cast<u16>(lo >> 16));
+      *reinterpret_cast<u32*>(kr_s + at) = pack_bf16x2(k0 * kr_scale0, k1 * kr_scale1);
+    }
   }
   __syncthreads();
 
@@ -237,85 +286,70 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
       tcol[i] = i < j ? 0.0f : s;
       tmat[(d0 + i) * P::TMAT_PITCH + d0 + j] = tcol[i];
     }
-    __syncwarp();
-    // X = L21 T11 into the (zero) upper-right block as scratch: rows 8 blk ..
-    float x[8];
+  }
+  __syncthreads();
+  // The off-diagonal block by the whole CTA, one element per thread (it was
+  // 31 % of the CTA's life on warp 0 alone): X = L21 T11 into the zero
+  // upper-right block as scratch, then T21 = -T22 X.
+  static_assert(P::THREADS == HALF * HALF, "one thread per element of a 16 x 16 block");
+  {
+    const int i = threadIdx.x / HALF;
+    const int j = threadIdx.x % HALF;
+    float s = 0.0f;
 #pragma unroll
-    for (int ii = 0; ii < 8; ++ii) {
-      const int i = 8 * blk + ii;
-      float s = 0.0f;
-#pragma unroll
-      for (int m = 0; m < HALF; ++m) {
-        s += lmat[(HALF + i) * P::LMAT_PITCH + m] * tmat[m * P::TMAT_PITCH + j];
-      }
-      x[ii] = s;
+    for (int m = 0; m < HALF; ++m) {
+      s += lmat[(HALF + i) * P::LMAT_PITCH + m] * tmat[m * P::TMAT_PITCH + j];
     }
+    tmat[i * P::TMAT_PITCH + HALF + j] = s;
+    __syncthreads();
+    s = 0.0f;
 #pragma unroll
-    for (int ii = 0; ii < 8; ++ii) {
-      tmat[(8 * blk + ii) * P::TMAT_PITCH + HALF + j] = x[ii];
+    for (int m = 0; m < HALF; ++m) {
+      s += tmat[(HALF + i) * P::TMAT_PITCH + HALF + m] * tmat[m * P::TMAT_PITCH + HALF + j];
     }
-    __syncwarp();
-    // T21 = -T22 X
+    tmat[(HALF + i) * P::TMAT_PITCH + j] = -s;
+  }
+  __syncthreads();
+  // T^T rows (column c of T, zero above the diagonal) as bf16: thread (c, q4)
+  // writes elements 8 q4 .. 8 q4 + 7 of row c
+  if (threadIdx.x < C * C / 8) {
+    const int row = threadIdx.x / (C / 8);
+    const int q4 = threadIdx.x % (C / 8);
+    u32 packed[4];
 #pragma unroll
-    for (int ii = 0; ii < 8; ++ii) {
-      const int i = 8 * blk + ii;
-      float s = 0.0f;
-#pragma unroll
-      for (int m = 0; m < HALF; ++m) {
-        s += tmat[(HALF + i) * P::TMAT_PITCH + HALF + m] * tmat[m * P::TMAT_PITCH + HALF + j];
-      }
-      x[ii] = -s;
+    for (int e = 0; e < 4; ++e) {
+      const int i = 8 * q4 + 2 * e;
+      const float t0 = i >= row ? tmat[i * P::TMAT_PITCH + row] : 0.0f;
+      const float t1 = i + 1 >= row ? tmat[(i + 1) * P::TMAT_PITCH + row] : 0.0f;
+      packed[e] = pack_bf16x2(t0, t1);
     }
-#pragma unroll
-    for (int ii = 0; ii < 8; ++ii) {
-      tmat[(HALF + 8 * blk + ii) * P::TMAT_PITCH + j] = x[ii];
-    }
-    __syncwarp();
-    // row `lane` of T^T (column `lane` of T; zero above the diagonal) as bf16
-    u32 packed[C / 2];
-#pragma unroll
-    for (int i = 0; i < C; i += 2) {
-      const float t0 = i >= lane ? tmat[i * P::TMAT_PITCH + lane] : 0.0f;
-      const float t1 = i + 1 >= lane ? tmat[(i + 1) * P::TMAT_PITCH + lane] : 0.0f;
-      packed[i / 2] = pack_bf16x2(t0, t1);
-    }
-#pragma unroll
-    for (int q4 = 0; q4 < C / 8; ++q4) {
-      *reinterpret_cast<uint4*>(tt + 2 * lane * P::TT_PITCH + 16 * q4) =
-          make_uint4(packed[4 * q4], packed[4 * q4 + 1], packed[4 * q4 + 2], packed[4 * q4 + 3]);
-    }
+    *reinterpret_cast<uint4*>(tt + 2 * row * P::TT_PITCH + 16 * q4) =
+        make_uint4(packed[0], packed[1], packed[2], packed[3]);
   }
   __syncthreads();
 
   // fold: UPD[n][c'] = sum_c A[n][c] T[c][c'], A = Kr^T (keys) or Mqk (output rows)
-  u32 b[2][2][4]; // [K step][N pair]: T^T rows c', chunk rows c
-  {
-    const int b_row = 8 * (lane >> 4) + (lane & 7);
-    const int b_col = 8 * ((lane >> 3) & 1);
-#pragma unroll
-    for (int kc = 0; kc < 2; ++kc) {
-#pragma unroll
-      for (int np = 0; np < 2; ++np) {
-        ldmatrix_x4(b[kc][np], tt + 2 * ((HALF * np + b_row) * P::TT_PITCH + HALF * kc + b_col));
-      }
-    }
-  }
+  // B = T^T rows c' (N), chunk rows c (K): matrix j = lane / 8 is rows 8 (j / 2) .., columns 8 (j % 2) ..
+  const int b_row = 8 * (lane >> 4) + (lane & 7);
+  const int b_col = 8 * ((lane >> 3) & 1);
   auto fold_rows = [&](int n0, const u32 (&a)[2][4]) {
-    float acc[4][4];
 #pragma unroll
-    for (int nt = 0; nt < 4; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        acc[nt][e] = 0.0f;
-      }
+    for (int np = 0; np < 2; ++np) {
+      float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
 #pragma unroll
       for (int kc = 0; kc < 2; ++kc) {
-        mma_bf16_16816(acc[nt], a[kc], b[kc][nt >> 1][2 * (nt & 1)], b[kc][nt >> 1][2 * (nt & 1) + 1]);
+        u32 b[4];
+        ldmatrix_x4(b, tt + 2 * ((HALF * np + b_row) * P::TT_PITCH + HALF * kc + b_col));
+        mma_bf16_16816(acc[0], a[kc], b[0], b[1]);
+        mma_bf16_16816(acc[1], a[kc], b[2], b[3]);
       }
 #pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
-        *reinterpret_cast<u32*>(record + record_update_at(n0 + g + 8 * hf, 8 * nt + 2 * t)) =
-            pack_bf16x2(acc[nt][2 * hf], acc[nt][2 * hf + 1]);
+      for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+          *reinterpret_cast<u32*>(record + record_update_at(n0 + g + 8 * hf, HALF * np + 8 * nt + 2 * t)) =
+              pack_bf16x2(acc[nt][2 * hf], acc[nt][2 * hf + 1]);
+        }
       }
     }
   };
