@@ -37,40 +37,65 @@ std::int64_t core_matrix_at(const WorkspaceField& f, int n, int k) {
 } // namespace
 
 TEST_CASE("wgmma record: operand fields tile their bytes exactly with the planned LBO and SBO", "[compiler][lower][wgmma]") {
-  const KernelPlan plan = test::lower_shipped("sm90_wgmma_c16", "sm_90a", LayoutKind::fixed);
   struct Operand {
     const char* name;
     int n;
     int k;
   };
-  // KQ = [Kd; Qd] (N 32, K 128), UPD = [Kr^T T; Mqk T] (N 144, K 16)
-  for (const Operand& op : {Operand{"KQ", 32, 128}, Operand{"UPD", 144, 16}}) {
-    INFO(op.name);
-    const WorkspaceField& f = field(plan, op.name);
-    CHECK(f.bytes == 2 * op.n * op.k);
-    CHECK(f.core_sbo == 128);                 // 8 rows x 16 bytes: N-adjacent core matrices are contiguous
-    CHECK(f.core_lbo == (op.n / 8) * 128);    // K-adjacent ones follow all N groups
-    std::set<std::int64_t> seen;
-    for (int n = 0; n < op.n; ++n) {
-      for (int k = 0; k < op.k; ++k) {
-        const std::int64_t at = core_matrix_at(f, n, k);
-        CHECK(at >= 0);
-        CHECK(at + 2 <= f.bytes);
-        seen.insert(at);
+  struct Design {
+    const char* schedule;
+    int chunk;
+    std::int64_t upd_offset, beta_offset, gamma_offset, record_bytes;
+  };
+  // KQ = [Kd; Qd] (N 2C, K 128), UPD = [Kr^T T; Mqk T] (N 128 + C, K C), beta [C], gamma [128] fp32
+  for (const Design& d : {Design{"sm90_wgmma_c16", 16, 8192, 12800, 12864, 13376},
+                          Design{"sm90_wgmma_c32", 32, 16384, 26624, 26752, 27264}}) {
+    INFO(d.schedule);
+    const KernelPlan plan = test::lower_shipped(d.schedule, "sm_90a", LayoutKind::fixed);
+    for (const Operand& op : {Operand{"KQ", 2 * d.chunk, 128}, Operand{"UPD", 128 + d.chunk, d.chunk}}) {
+      INFO(op.name);
+      const WorkspaceField& f = field(plan, op.name);
+      CHECK(f.bytes == 2 * op.n * op.k);
+      CHECK(f.core_sbo == 128);              // 8 rows x 16 bytes: N-adjacent core matrices are contiguous
+      CHECK(f.core_lbo == (op.n / 8) * 128); // K-adjacent ones follow all N groups
+      std::set<std::int64_t> seen;
+      for (int n = 0; n < op.n; ++n) {
+        for (int k = 0; k < op.k; ++k) {
+          const std::int64_t at = core_matrix_at(f, n, k);
+          CHECK(at >= 0);
+          CHECK(at + 2 <= f.bytes);
+          seen.insert(at);
+        }
       }
+      CHECK(static_cast<std::int64_t>(seen.size()) == op.n * op.k); // a bijection onto the field
+      // one wgmma K step (16 keys) spans two core matrices along K: LBO apart
+      CHECK(core_matrix_at(f, 0, 8) - core_matrix_at(f, 0, 0) == f.core_lbo);
+      CHECK(core_matrix_at(f, 8, 0) - core_matrix_at(f, 0, 0) == f.core_sbo);
     }
-    CHECK(static_cast<std::int64_t>(seen.size()) == op.n * op.k); // a bijection onto the field
-    // one wgmma K step (16 keys) spans two core matrices along K: LBO apart
-    CHECK(core_matrix_at(f, 0, 8) - core_matrix_at(f, 0, 0) == f.core_lbo);
-    CHECK(core_matrix_at(f, 8, 0) - core_matrix_at(f, 0, 0) == f.core_sbo);
+    CHECK(field(plan, "KQ").offset == 0);
+    CHECK(field(plan, "UPD").offset == d.upd_offset);
+    CHECK(field(plan, "BETA").offset == d.beta_offset);
+    CHECK(field(plan, "GAMMA").offset == d.gamma_offset);
+    CHECK(plan.workspace.record_bytes == d.record_bytes);
+    CHECK(plan.workspace.image_buffer == "record");
+    CHECK(plan.wgmma_n == std::vector<int>{d.chunk, 128});
   }
-  CHECK(field(plan, "KQ").offset == 0);
-  CHECK(field(plan, "UPD").offset == 8192);
-  CHECK(field(plan, "BETA").offset == 12800);
-  CHECK(field(plan, "GAMMA").offset == 12864);
-  CHECK(plan.workspace.record_bytes == 13376);
-  CHECK(plan.workspace.image_buffer == "record");
-  CHECK(plan.wgmma_n == std::vector<int>{16, 128});
+}
+
+TEST_CASE("wgmma chunk 32: anchored, 8 prepare warps, m64n32k16 wrappers under the shared overload name",
+          "[compiler][emit][wgmma]") {
+  const KernelPlan plan = test::lower_shipped("sm90_wgmma_c32", "sm_90a", LayoutKind::fixed);
+  CHECK(plan.tiles.chunk_size == 32);
+  CHECK(plan.exponent_anchor == ExponentAnchor::lower_bound);
+  CHECK(plan.entries.front().launch.threads == 256);
+  const std::string text = emit_cuda(plan).text;
+  CHECK_THAT(text, Contains("wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16"));
+  CHECK_THAT(text, Contains("void wgmma_m64k16_rs(float (&d)[4][4]"));
+  CHECK_THAT(text, Contains("void wgmma_m64k16_rs(float (&d)[16][4]"));
+  CHECK_THAT(text, Contains("// ---- fragment wgmma/prepare_chunk32 ----"));
+  CHECK(text.find("// ---- fragment wgmma/fold_c16 ----") == std::string::npos);
+  // KQ: LBO 1024 (bits 16-29: 64), SBO 128 (bits 32-45: 8)
+  CHECK_THAT(text, Contains("WS_KQ_DESC = 0x800400000ull"));
 }
 
 TEST_CASE("wgmma source: descriptor constants decode to the plan's layout", "[compiler][emit][wgmma]") {

@@ -43,9 +43,10 @@ TEST_CASE("route explains the choice on a simulated device", "[tools][cli]") {
   CHECK_THAT(h200.out, Contains("portable_c16: eligible on sm_90"));
   CHECK_THAT(h200.out, Contains("sm100_m128_c32: not eligible: no target for CC 9.0"));
   CHECK_THAT(h200.out, Contains("sm90_wgmma_c16: eligible on sm_90a"));
+  CHECK_THAT(h200.out, Contains("sm90_wgmma_c32: eligible on sm_90a"));
   // the shipped table (tuning/measured.json) decides among them: 96 pairs fill one wave
-  CHECK_THAT(h200.out, Contains("tuning table: sm90_wgmma_c16 for cc9.0-sm132 / one_wave"));
-  CHECK_THAT(h200.out, Contains("chosen: sm90_wgmma_c16 on sm_90a"));
+  CHECK_THAT(h200.out, Contains("tuning table: sm90_wgmma_c32 for cc9.0-sm132 / one_wave"));
+  CHECK_THAT(h200.out, Contains("chosen: sm90_wgmma_c32 on sm_90a"));
   // no entry for this SM count: the first eligible schedule
   const test::CliRun other = test::run_kdajit({"route", "--cc", "9.0", "--sms", "114", "--heads", "96"});
   CHECK_THAT(other.out, Contains("tuning table: no entry for cc9.0-sm114 / one_wave; first eligible"));
