@@ -68,12 +68,7 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
 
   float* beta = reinterpret_cast<float*>(prepare_buffer(smem, stage, P::BETA_OFFSET, P::BETA_STAGED));
   if (threadIdx.x < C) {
-    const int r = threadIdx.x;
-    float b = 0.0f;
-    if (r < c.valid) {
-      b = sigmoid(bf16_to_float(p.beta[(c.seq.start + c.row0 + r) * p.beta_token_stride + h]));
-    }
-    beta[r] = b;
+    beta[threadIdx.x] = chunk_row_beta(p, c, h, threadIdx.x);
   }
   __syncthreads();
 

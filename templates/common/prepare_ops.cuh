@@ -109,6 +109,14 @@ __device__ __forceinline__ PrepareChunk prepare_chunk_at(const kda_plan::KdaPara
   return c;
 }
 
+// sigmoid(beta) of row r of chunk `c` (0 past the sequence end).
+__device__ __forceinline__ float chunk_row_beta(const kda_plan::KdaParams& p, const PrepareChunk& c, int h, int r) {
+  if (r >= c.valid) {
+    return 0.0f; // no load past the sequence end
+  }
+  return sigmoid(bf16_to_float(p.beta[(c.seq.start + c.row0 + r) * p.beta_token_stride + h]));
+}
+
 // A prepare buffer of ring slot `stage` (one copy per slot), or the shared one.
 __device__ __forceinline__ u8* prepare_buffer(u8* smem, int stage, int offset, int staged) {
   return smem + (staged ? stage * kda_plan::prepare::STAGE_BYTES : 0) + offset;

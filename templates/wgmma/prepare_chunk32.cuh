@@ -107,13 +107,9 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   }
   float* beta = reinterpret_cast<float*>(smem + P::BETA_OFFSET);
   if (threadIdx.x < C) {
-    const int r = threadIdx.x;
-    float b = 0.0f;
-    if (r < c.valid) {
-      b = sigmoid(bf16_to_float(p.beta[(c.seq.start + c.row0 + r) * p.beta_token_stride + h]));
-    }
-    beta[r] = b;
-    reinterpret_cast<float*>(record + kda_plan::WS_BETA_OFFSET)[r] = b;
+    const float b = chunk_row_beta(p, c, h, threadIdx.x);
+    beta[threadIdx.x] = b;
+    reinterpret_cast<float*>(record + kda_plan::WS_BETA_OFFSET)[threadIdx.x] = b;
   }
 
   // gather: the gates of this thread's 8 rows x 2 columns, their prefix, and
