@@ -198,15 +198,10 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
   if (warp == 0 && lane < C) {
     const int j = lane;
     float tcol[C];
+    unit_lower_inverse_column16(lmat, P::LMAT_PITCH, j, tcol);
+    if constexpr (!RECORD_FOLDS_T) {
 #pragma unroll
-    for (int i = 0; i < C; ++i) {
-      float s = i == j ? 1.0f : 0.0f;
-#pragma unroll
-      for (int m = 0; m < i; ++m) {
-        s -= lmat[i * P::LMAT_PITCH + m] * tcol[m];
-      }
-      tcol[i] = i < j ? 0.0f : s;
-      if constexpr (!RECORD_FOLDS_T) {
+      for (int i = 0; i < C; ++i) {
         *reinterpret_cast<u16*>(record + record_tinv_at(i, j)) = float_to_bf16_bits(tcol[i]);
       }
     }

@@ -109,6 +109,20 @@ __device__ __forceinline__ PrepareChunk prepare_chunk_at(const kda_plan::KdaPara
   return c;
 }
 
+// Column j of T = (I + L)^-1 for a 16 x 16 strictly lower L (fp32 rows at
+// `l`, pitch in elements) by forward substitution; zero above the diagonal.
+__device__ __forceinline__ void unit_lower_inverse_column16(const float* l, int pitch, int j, float (&tcol)[16]) {
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    float s = i == j ? 1.0f : 0.0f;
+#pragma unroll
+    for (int m = 0; m < i; ++m) {
+      s -= l[i * pitch + m] * tcol[m];
+    }
+    tcol[i] = i < j ? 0.0f : s;
+  }
+}
+
 // sigmoid(beta) of row r of chunk `c` (0 past the sequence end).
 __device__ __forceinline__ float chunk_row_beta(const kda_plan::KdaParams& p, const PrepareChunk& c, int h, int r) {
   if (r >= c.valid) {

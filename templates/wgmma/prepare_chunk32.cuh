@@ -272,14 +272,9 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
     const int blk = lane >> 4; // 0: T11, 1: T22
     const int d0 = HALF * blk;
     float tcol[HALF];
+    unit_lower_inverse_column16(lmat + d0 * P::LMAT_PITCH + d0, P::LMAT_PITCH, j, tcol);
 #pragma unroll
     for (int i = 0; i < HALF; ++i) {
-      float s = i == j ? 1.0f : 0.0f;
-#pragma unroll
-      for (int m = 0; m < i; ++m) {
-        s -= lmat[(d0 + i) * P::LMAT_PITCH + d0 + m] * tcol[m];
-      }
-      tcol[i] = i < j ? 0.0f : s;
       tmat[(d0 + i) * P::TMAT_PITCH + d0 + j] = tcol[i];
     }
   }
