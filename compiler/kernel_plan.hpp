@@ -10,6 +10,7 @@
 #include "compiler/target.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,7 +91,7 @@ struct ArgField {
 
 /// The single by-value parameter struct every entry point takes.
 struct ArgAbi {
-  int version = 1;
+  int version = 2; ///< 2: ready_flags, ready_epoch, chunk_begin, chunk_major
   std::vector<ArgField> fields;
   std::int64_t size = 0;
   std::int64_t alignment = 8;
@@ -116,6 +117,14 @@ struct WorkspacePlan {
   std::string image_buffer;      ///< SMEM buffer receiving whole records (bulk copy), or empty
 };
 
+/// The schedule's `prepare_overlap` model, for the launcher (see PrepareOverlapDecl).
+struct PrepareOverlapPlan {
+  double recurrence_us_per_chunk = 0.0;
+  double prepare_chunks_per_us_per_sm = 0.0;
+  double beside_recurrence_share = 0.0;
+  int min_lead_chunks = 1;
+};
+
 struct KernelPlan {
   std::string schedule_name;
   std::string schedule_source;
@@ -132,6 +141,7 @@ struct KernelPlan {
   WorkspacePlan workspace;
   std::vector<std::string> fragments; ///< template fragments to emit, in order
   std::vector<int> wgmma_n;           ///< wgmma m64nNk16 wrappers to emit (register A)
+  std::optional<PrepareOverlapPlan> prepare_overlap; ///< the prepare kernel may run beside the recurrence
 };
 
 } // namespace kda

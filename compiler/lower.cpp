@@ -29,6 +29,7 @@ KernelPlan lower(const ValidatedSchedule& v, const ShapeKey& shape) {
   plan.workspace = plan_workspace(recipe);
   check_record_image(v, plan.workspace);
   plan.wgmma_n = recipe.wgmma_n;
+  plan.prepare_overlap = plan_prepare_overlap(v, recipe);
 
   plan.fragments = recipe.common_fragments;
   for (const EntryPlan& e : plan.entries) {

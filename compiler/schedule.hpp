@@ -111,6 +111,26 @@ struct Numerics {
   std::vector<std::string> bf16_rounding; ///< intermediates rounded to bf16, in program order
 };
 
+/// A decomposed design whose prepare kernel may run beside its recurrence
+/// (`prepare_overlap`): when every recurrence CTA is resident at once and a
+/// prepare CTA fits beside each, the runtime prepares the first `lead` chunks
+/// of every (sequence, head) pair first, then runs the recurrence while a
+/// second prepare kernel makes the rest, handing records over by per-record
+/// ready flags. The lead comes from this throughput model (measured on one
+/// GPU; it moves time only, never results):
+///   lead = max(min_lead_chunks, ceil(n (1 - t rho (sms - r + share r) / pairs)))
+/// n chunks per sequence, t = recurrence_us_per_chunk, rho =
+/// prepare_chunks_per_us_per_sm (alone, full occupancy), share =
+/// beside_recurrence_share (a co-resident prepare CTA's fraction of an SM's
+/// prepare rate), r recurrence CTAs.
+struct PrepareOverlapDecl {
+  double recurrence_us_per_chunk = 0.0;
+  double prepare_chunks_per_us_per_sm = 0.0;
+  double beside_recurrence_share = 0.0;
+  int min_lead_chunks = 1;
+  std::string json_path; ///< "/prepare_overlap"
+};
+
 struct Schedule {
   std::string source; ///< where it came from (a file name), for messages
   std::string name;
@@ -126,6 +146,7 @@ struct Schedule {
   int tmem_columns = 0;
   Eligibility eligibility;
   Numerics numerics;
+  std::optional<PrepareOverlapDecl> prepare_overlap; ///< decomposed designs only
   std::vector<KernelDecl> kernels; ///< fused: exactly one, built from the top-level fields
   nlohmann::json document;         ///< the parsed JSON, for canonical hashing
 };

@@ -29,7 +29,8 @@ namespace kda::runtime {
   X(cuMemcpyDtoH) X(cuMemcpyAsync) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemsetD8Async)              \
   X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate) X(cuEventRecord)              \
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy) X(cuPointerGetAttribute)                    \
-  X(cuTensorMapEncodeTiled)
+  X(cuTensorMapEncodeTiled) X(cuStreamCreateWithPriority) X(cuCtxGetStreamPriorityRange) X(cuStreamWaitEvent)  \
+  X(cuMemsetD32Async) X(cuStreamIsCapturing)
 
 /// The driver entry points kdajit calls. Members carry the driver's names (as
 /// cuda.h spells them after its versioning macros, so `api.cuMemAlloc(...)`

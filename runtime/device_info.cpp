@@ -45,6 +45,13 @@ DeviceInfo query_device(int ordinal) {
   info.sm_count = attribute(device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "the SM count");
   info.max_smem_optin_per_block =
       attribute(device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, "the opt-in SMEM per block");
+  info.smem_per_sm =
+      attribute(device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, "the SMEM per SM");
+  info.reserved_smem_per_block =
+      attribute(device, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, "the reserved SMEM per block");
+  info.registers_per_sm = attribute(device, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, "the registers per SM");
+  info.max_threads_per_sm =
+      attribute(device, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, "the threads per SM");
   std::size_t bytes = 0;
   KDA_CU(cuDeviceTotalMem, &bytes, device);
   info.total_memory_bytes = bytes;

@@ -16,6 +16,10 @@ struct DeviceInfo {
   int cc_minor = 0;
   int sm_count = 0;
   int max_smem_optin_per_block = 0;   ///< bytes, static + dynamic, after opt-in (232,448 on H200)
+  int smem_per_sm = 0;                ///< bytes of shared memory one SM's blocks share (233,472 on H200)
+  int reserved_smem_per_block = 0;    ///< bytes the driver reserves per resident block (1,024)
+  int registers_per_sm = 0;           ///< 32-bit registers (65,536)
+  int max_threads_per_sm = 0;         ///< 2,048
   std::uint64_t total_memory_bytes = 0;
 
   /// "NVIDIA H200 (device 0): CC 9.0, 132 SMs, 232,448 B SMEM per block, 139.8 GiB"

@@ -47,6 +47,10 @@ struct PrefillResult {
   DeviceBuffer owned_final_state; ///< set when kdajit allocated the final state (bf16)
   std::string schedule;           ///< which schedule ran
   std::string target;             ///< and for which target
+  /// Whether the prepare kernel ran beside the recurrence (schedule
+  /// `prepare_overlap`) and why (not); the results are the same either way.
+  bool prepare_overlapped = false;
+  std::string prepare_overlap_reason;
 };
 
 /// Runs the prefill. Validates every argument before any launch (TensorError

@@ -9,12 +9,16 @@
 #include "runtime/device_info.hpp"
 #include "runtime/kernel_registry.hpp"
 #include "runtime/nvrtc_compiler.hpp"
+#include "runtime/overlap_streams.hpp"
+#include "runtime/prepare_overlap.hpp"
 #include "runtime/router.hpp"
 #include "runtime/stream_workspace.hpp"
 #include "runtime/tuning_table.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -34,32 +38,36 @@ std::optional<int> pointer_device(const void* p) {
   return ordinal;
 }
 
+struct KnownDevice {
+  runtime::DeviceInfo info;
+  DeviceDescription description;
+};
+
 struct CallSetup {
   ProblemShape problem;
   RouteDecision route;
-  int device = 0;
+  const KnownDevice* device = nullptr;
 };
 
-// Per context: the device description (queried once).
-DeviceDescription describe_current_device(int& ordinal) {
+// Per device: what the router and the launcher need (queried once).
+const KnownDevice& describe_current_device() {
   static std::mutex mutex;
-  static std::map<CUdevice, std::pair<int, DeviceDescription>> known;
+  static std::map<CUdevice, KnownDevice> known;
   const CUdevice device = runtime::current_device();
   std::lock_guard lock(mutex);
   auto it = known.find(device);
   if (it == known.end()) {
-    const runtime::DeviceInfo info = runtime::current_device_info();
-    DeviceDescription d;
-    d.cc_major = info.cc_major;
-    d.cc_minor = info.cc_minor;
-    d.sm_count = info.sm_count;
+    KnownDevice k;
+    k.info = runtime::current_device_info();
+    k.description.cc_major = k.info.cc_major;
+    k.description.cc_minor = k.info.cc_minor;
+    k.description.sm_count = k.info.sm_count;
     const runtime::NvrtcVersion nvrtc = runtime::NvrtcCompiler().version();
-    d.nvrtc_major = nvrtc.major;
-    d.nvrtc_minor = nvrtc.minor;
-    it = known.emplace(device, std::make_pair(info.ordinal, d)).first;
+    k.description.nvrtc_major = nvrtc.major;
+    k.description.nvrtc_minor = nvrtc.minor;
+    it = known.emplace(device, std::move(k)).first;
   }
-  ordinal = it->second.first;
-  return it->second.second;
+  return it->second; // std::map nodes are stable
 }
 
 // The measured kernel-choice table, read once per process.
@@ -96,9 +104,9 @@ RouteDecision route_memo(const DeviceDescription& d, const ProblemShape& p, cons
 CallSetup set_up(const PrefillArgs& args, const PrefillOptions& options) {
   runtime::ensure_current_context();
   CallSetup s;
-  const DeviceDescription d = describe_current_device(s.device);
-  s.problem = check_prefill_args(args, s.device, pointer_device);
-  s.route = route_memo(d, s.problem, options);
+  s.device = &describe_current_device();
+  s.problem = check_prefill_args(args, s.device->info.ordinal, pointer_device);
+  s.route = route_memo(s.device->description, s.problem, options);
   return s;
 }
 
@@ -119,12 +127,123 @@ runtime::Dim3 grid_of(const EntryPlan& e, const ProblemShape& p, const KernelPla
   return {1, 1, 1};
 }
 
-std::int64_t workspace_bytes(const KernelPlan& plan, const ProblemShape& p) {
+// Records of the workspace: an upper bound of the chunks of all sequences x heads.
+std::int64_t workspace_records(const KernelPlan& plan, const ProblemShape& p) {
   const std::int64_t chunk = plan.tiles.chunk_size;
   const std::int64_t chunks = p.layout == LayoutKind::fixed ? p.num_seqs * ((p.seq_len + chunk - 1) / chunk)
                                                             : p.total_tokens / chunk + p.num_seqs;
+  return chunks * p.heads;
+}
+
+std::int64_t workspace_bytes(const KernelPlan& plan, const ProblemShape& p) {
   const std::int64_t offsets = (static_cast<std::int64_t>(p.num_seqs) + 1) * 4;
-  return (offsets + 255) / 256 * 256 + chunks * p.heads * plan.workspace.record_bytes;
+  return (offsets + 255) / 256 * 256 + workspace_records(plan, p) * plan.workspace.record_bytes;
+}
+
+const EntryPlan* entry_with_role(const KernelPlan& plan, KernelRole role) {
+  for (const EntryPlan& e : plan.entries) {
+    if (e.role == role && e.kernel != "chunk_offsets") {
+      return &e;
+    }
+  }
+  return nullptr;
+}
+
+KernelFootprint footprint_of(const EntryPlan& e, const runtime::LoadedModule& module) {
+  const runtime::FunctionAttributes& a = module.function(e.entry_name).attributes;
+  return {e.launch.threads, a.num_regs, a.shared_size_bytes + e.launch.dynamic_smem};
+}
+
+OverlapDecision decide_overlap(const KernelPlan& plan, const runtime::LoadedModule& module, const CallSetup& s,
+                               const PrefillArgs& args, const PrefillOptions& options) {
+  const ProblemShape& p = s.problem;
+  const EntryPlan* prepare = entry_with_role(plan, KernelRole::prepare);
+  const EntryPlan* recurrence = entry_with_role(plan, KernelRole::recurrence);
+  if (!plan.prepare_overlap || prepare == nullptr || recurrence == nullptr) {
+    OverlapDecision none;
+    none.reason = "the schedule has no prepare_overlap";
+    return none;
+  }
+  const runtime::DeviceInfo& d = s.device->info;
+  const std::int64_t chunk = plan.tiles.chunk_size;
+  const std::int64_t sequences = p.num_seqs;
+  OverlapRequest r;
+  r.sm_count = d.sm_count;
+  r.sm = {d.smem_per_sm, d.reserved_smem_per_block, d.registers_per_sm, d.max_threads_per_sm};
+  r.prepare = footprint_of(*prepare, module);
+  r.recurrence = footprint_of(*recurrence, module);
+  r.pairs = sequences * p.heads;
+  r.heads = p.heads;
+  r.sequences = sequences;
+  r.recurrence_ctas = r.pairs * (128 / plan.tiles.m_tile);
+  if (p.layout == LayoutKind::fixed) {
+    r.chunks_per_sequence = (p.seq_len + chunk - 1) / chunk;
+    r.chunk_grid_extent = r.chunks_per_sequence;
+  } else {
+    r.chunks_per_sequence = sequences > 0 ? (p.total_tokens + chunk * sequences - 1) / (chunk * sequences) : 0;
+    r.chunk_grid_extent = (p.total_tokens + chunk - 1) / chunk;
+  }
+  r.allowed = options.prepare_overlap;
+  r.capturing = r.allowed && stream_is_capturing(args.stream);
+  if (r.pairs == 0 || r.chunk_grid_extent == 0) {
+    OverlapDecision none;
+    none.reason = "off: no chunks";
+    return none;
+  }
+  OverlapDecision decision = decide_prepare_overlap(*plan.prepare_overlap, r);
+  // Measurement aid (docs/runtime.md): KDAJIT_PREPARE_LEAD=F replaces the
+  // model's lead by F x the chunks per sequence (timing only, same results).
+  if (const char* lead = std::getenv("KDAJIT_PREPARE_LEAD"); decision.overlap && lead != nullptr) {
+    const double fraction = std::clamp(std::atof(lead), 0.0, 1.0);
+    decision.lead_chunks = std::clamp<std::int64_t>(static_cast<std::int64_t>(fraction * r.chunk_grid_extent), 1,
+                                             r.chunk_grid_extent - 1);
+    decision.reason += fmt::format(" (lead {} from KDAJIT_PREPARE_LEAD)", decision.lead_chunks);
+  }
+  return decision;
+}
+
+void launch_entry(const runtime::LoadedModule& module, const EntryPlan& e, runtime::Dim3 grid, const ArgAbi& abi,
+                  const ArgValues& values, CUstream stream) {
+  std::vector<std::uint8_t> params = pack_args(abi, values);
+  void* kernel_args[] = {params.data()};
+  runtime::launch(module.function(e.entry_name).function, grid, {static_cast<unsigned>(e.launch.threads), 1, 1},
+                  static_cast<unsigned>(e.launch.dynamic_smem), stream, kernel_args);
+}
+
+// The overlapped launch (runtime/prepare_overlap.hpp): chunk offsets and the
+// leading prepare kernel on the caller's stream; the recurrence on the
+// context's high-priority lane, forked after the leading prepare; the rest of
+// the chunks prepared beside it; the caller's stream joined to the lane.
+void launch_overlapped(const KernelPlan& plan, const runtime::LoadedModule& module, const ProblemShape& p,
+                       const OverlapDecision& decision, ArgValues values, CUstream stream) {
+  const EntryPlan* prepare = entry_with_role(plan, KernelRole::prepare);
+  const EntryPlan* recurrence = entry_with_role(plan, KernelRole::recurrence);
+  const std::int64_t chunk = plan.tiles.chunk_size;
+  const std::int64_t extent = p.layout == LayoutKind::fixed ? (p.seq_len + chunk - 1) / chunk
+                                                            : (p.total_tokens + chunk - 1) / chunk;
+  const ReadyFlags flags = stream_ready_flags(stream, workspace_records(plan, p));
+  values.set("ready_flags", static_cast<const void*>(flags.flags));
+  values.set("ready_epoch", static_cast<std::int32_t>(flags.epoch));
+  values.set("chunk_major", std::int32_t{1});
+  for (const EntryPlan& e : plan.entries) {
+    if (e.kernel == "chunk_offsets") {
+      launch_entry(module, e, grid_of(e, p, plan), plan.abi, values, stream);
+    }
+  }
+  auto prepare_grid = [&](std::int64_t count) {
+    return runtime::Dim3{static_cast<unsigned>(p.heads), static_cast<unsigned>(p.num_seqs),
+                         static_cast<unsigned>(count)};
+  };
+  values.set("chunk_begin", std::int32_t{0});
+  launch_entry(module, *prepare, prepare_grid(decision.lead_chunks), plan.abi, values, stream);
+  OverlapLane lane = acquire_overlap_lane();
+  KDA_CU(cuEventRecord, lane.prepared, stream);
+  KDA_CU(cuStreamWaitEvent, lane.side, lane.prepared, 0u);
+  launch_entry(module, *recurrence, grid_of(*recurrence, p, plan), plan.abi, values, lane.side);
+  values.set("chunk_begin", static_cast<std::int32_t>(decision.lead_chunks));
+  launch_entry(module, *prepare, prepare_grid(extent - decision.lead_chunks), plan.abi, values, stream);
+  KDA_CU(cuEventRecord, lane.finished, lane.side);
+  KDA_CU(cuStreamWaitEvent, stream, lane.finished, 0u);
 }
 
 DeviceBuffer allocate(std::int64_t bytes, void* stream) {
@@ -225,12 +344,18 @@ PrefillResult recurrent_kda_prefill(const PrefillArgs& args, const PrefillOption
   values.set("offsets_i64", static_cast<std::int32_t>(p.offsets_i64 ? 1 : 0));
   values.set("scale", static_cast<float>(args.scale));
   values.set("gate_scale", static_cast<float>(args.lower_bound * k_log2e));
-  std::vector<std::uint8_t> params = pack_args(plan.abi, values);
-  void* kernel_args[] = {params.data()};
+  values.set("ready_flags", static_cast<const void*>(nullptr)).set("ready_epoch", std::int32_t{0});
+  values.set("chunk_begin", std::int32_t{0}).set("chunk_major", std::int32_t{0});
+  const OverlapDecision overlap = decide_overlap(plan, module, s, args, options);
+  result.prepare_overlapped = overlap.overlap;
+  result.prepare_overlap_reason = overlap.reason;
+  const CUstream stream = static_cast<CUstream>(args.stream);
+  if (overlap.overlap) {
+    launch_overlapped(plan, module, p, overlap, values, stream);
+    return result;
+  }
   for (const EntryPlan& e : plan.entries) {
-    runtime::launch(module.function(e.entry_name).function, grid_of(e, p, plan),
-                    {static_cast<unsigned>(e.launch.threads), 1, 1}, static_cast<unsigned>(e.launch.dynamic_smem),
-                    static_cast<CUstream>(args.stream), kernel_args);
+    launch_entry(module, e, grid_of(e, p, plan), plan.abi, values, stream);
   }
   return result;
 }

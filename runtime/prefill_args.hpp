@@ -40,6 +40,10 @@ struct PrefillOptions {
   /// Choose only among this family's schedules (refused with every reason if
   /// none is eligible); the tuning table decides among them as usual.
   std::optional<Family> family;
+  /// Let a schedule with `prepare_overlap` run its prepare kernel beside its
+  /// recurrence when the GPU can hold both (the results are the same bits
+  /// either way; false runs them one after the other).
+  bool prepare_overlap = true;
 };
 
 } // namespace kda

@@ -1,4 +1,4 @@
-// kdajit bench [--cases a,b] [--iters N] [--warmup N] [--cold] [--schedule S] [--json]
+// kdajit bench [--cases a,b] [--iters N] [--warmup N] [--cold] [--schedule S] [--no-overlap] [--json]
 // Times recurrent_kda_prefill on the workloads of peers-h200.md under the
 // peers' settings: fresh random inputs, the same buffers every call, 20
 // warm-up calls, median of 100 calls timed with CUDA events, bf16 state given
@@ -47,9 +47,10 @@ std::vector<std::string> split(const std::string& s) {
 
 int bench_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   const ParsedArgs parsed =
-      parse_args(args, {"--json", "--cold"}, {"--cases", "--iters", "--warmup", "--seed", "--schedule"});
+      parse_args(args, {"--json", "--cold", "--no-overlap"}, {"--cases", "--iters", "--warmup", "--seed", "--schedule"});
   PrefillOptions options;
   options.schedule = parsed.option("--schedule");
+  options.prepare_overlap = !parsed.has("--no-overlap");
   const int iters = std::stoi(parsed.option("--iters").value_or("100"));
   const int warmup = std::stoi(parsed.option("--warmup").value_or("20"));
   const bool cold = parsed.has("--cold");

@@ -138,7 +138,7 @@ Timing time_calls(const Workload& wl, int warmup, int iters, const PrefillOption
     if (i >= warmup) {
       ms.push_back(elapsed);
     }
-    t.schedule = r.schedule + " on " + r.target;
+    t.schedule = r.schedule + " on " + r.target + (r.prepare_overlapped ? " (overlapped)" : "");
   }
   std::sort(ms.begin(), ms.end());
   t.median_ms = ms[ms.size() / 2];

@@ -36,9 +36,10 @@ usage:
       Explain which shipped schedule and target a call gets, on the current
       GPU or on a simulated device (eligibility, target rule, tuning table).
   kdajit verify [--seqlens a,b,... | --fixed B,T] [--heads H] [--state bf16|fp32]
-                [--gate standard|minus8|plus8|bias8] [--seed N] [--schedule S] [--json]
+                [--gate standard|minus8|plus8|bias8] [--seed N] [--schedule S] [--no-overlap] [--json]
       Run one random prefill on the GPU and check it against the CPU fp64
-      reference with the tolerances of spec section 8 (routed, or schedule S).
+      reference with the tolerances of spec section 8 (routed, or schedule S;
+      --no-overlap: a prepare_overlap schedule's kernels one after the other).
   kdajit accuracy [--state fp32|bf16] [--schedule S] [--json]
       The six accuracy cases of the peers' H200 table: relative RMS error of
       output and state beside FlashKDA's and FLA's, and the ratio to FLA's.
@@ -48,11 +49,13 @@ usage:
       the fastest into the local tuning table (KDAJIT_TUNE_FILE, else
       <cache dir>/tuning-v1.json), keyed by CC and SM count. Routing reads it
       over the tables shipped in tuning/*.json, entry by entry.
-  kdajit bench [--cases a,b] [--iters N] [--warmup N] [--cold] [--schedule S] [--json]
+  kdajit bench [--cases a,b] [--iters N] [--warmup N] [--cold] [--schedule S] [--no-overlap] [--json]
       Time recurrent_kda_prefill on the peers' workloads (GPU needed): median
       of N calls after warm-up, CUDA events, bf16 state updated in place; ms,
       GB/s, ratio to the memory floor and to FlashKDA and FLA on the H200.
-      --schedule S times schedule S wherever it is eligible (else refused).
+      --schedule S times schedule S wherever it is eligible (else refused);
+      --no-overlap runs a prepare_overlap schedule's kernels one after the
+      other (the kernel column ends in (overlapped) when they ran together).
   kdajit --help | help        this text
   kdajit --version            the version
 

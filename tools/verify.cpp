@@ -173,7 +173,7 @@ VerifyFigures run_verification(const VerifySpec& spec) {
   }
 
   VerifyFigures f;
-  f.schedule = r.schedule + " on " + r.target;
+  f.schedule = r.schedule + " on " + r.target + (r.prepare_overlapped ? " (prepare overlapped)" : "");
   double all_e2 = 0, all_r2 = 0, all_se2 = 0, all_sr2 = 0;
   for (std::int64_t s = 0; s < n; ++s) {
     for (std::int64_t h = 0; h < heads; ++h) {
@@ -236,7 +236,8 @@ std::optional<VerifyGate> parse_gate(const std::string& word) {
 
 int verify_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   const ParsedArgs parsed =
-      parse_args(args, {"--json"}, {"--seqlens", "--fixed", "--heads", "--state", "--seed", "--gate", "--schedule"});
+      parse_args(args, {"--json", "--no-overlap"},
+                 {"--seqlens", "--fixed", "--heads", "--state", "--seed", "--gate", "--schedule"});
   if (!runtime::driver_status().available) {
     err << "kdajit verify: needs a GPU: " << runtime::driver_status().to_string() << "\n";
     return k_exit_no_device;
@@ -259,6 +260,7 @@ int verify_command(const std::vector<std::string>& args, std::ostream& out, std:
   }
   spec.heads = std::stoll(parsed.option("--heads").value_or("4"));
   spec.options.schedule = parsed.option("--schedule");
+  spec.options.prepare_overlap = !parsed.has("--no-overlap");
   spec.fp32_state = parsed.option("--state").value_or("bf16") == "fp32";
   spec.seed = std::stoull(parsed.option("--seed").value_or("7"));
   const std::optional<VerifyGate> gate = parse_gate(parsed.option("--gate").value_or("standard"));

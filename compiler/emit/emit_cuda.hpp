@@ -25,6 +25,6 @@ void emit_wgmma_ops(const KernelPlan& plan, SourceWriter& out);
 void emit_entries(const KernelPlan& plan, SourceWriter& out);
 
 /// Version of the emitter's output format (part of the generator identity).
-inline constexpr const char* k_emitter_version = "3";
+inline constexpr const char* k_emitter_version = "4";
 
 } // namespace kda

@@ -47,7 +47,7 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           Decomposition::decomposed,
           16,
           {"common/prologue", "common/sequences", "wgmma/record_core_matrices", "common/recurrence_io",
-           "common/async_copy", "wgmma/async", "common/prepare_ops", "wgmma/fold_c16"},
+           "common/async_copy", "wgmma/async", "common/ready_flags", "common/prepare_ops", "wgmma/fold_c16"},
           {{KernelRole::prepare, "common/prepare_chunk", "kda::frag::prepare_chunk",
             [] {
               std::vector<std::string> b = k_prepare_buffers;
@@ -75,7 +75,7 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           Decomposition::decomposed,
           32,
           {"common/prologue", "common/sequences", "wgmma/record_core_matrices", "common/recurrence_io",
-           "common/async_copy", "wgmma/async", "common/prepare_ops"},
+           "common/async_copy", "wgmma/async", "common/ready_flags", "common/prepare_ops"},
           {{KernelRole::prepare, "wgmma/prepare_chunk32", "kda::frag::prepare_chunk32",
             {"q_raw", "k_raw", "g_raw", "rnorm", "beta", "gsum", "ki", "kda", "qda", "kda_lo", "qda_lo", "ki_lo", "lmat", "mqk",
              "kr", "tmat", "tt"},
@@ -89,6 +89,7 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
            {"GAMMA", 0, 128 * 4}},
           "record",
           {32, 128},
+          true,
       },
   };
   return k_recipes;

@@ -33,6 +33,13 @@ constexpr FieldSpec k_fields[] = {
     {"offsets_i64", ArgType::i32, "int"},
     {"scale", ArgType::f32, "float"},
     {"gate_scale", ArgType::f32, "float"},
+    // A prepare kernel running beside the recurrence (schedule prepare_overlap):
+    // per-record ready flags (null: none), this call's epoch, and the chunk-major
+    // prepare grid's first local chunk.
+    {"ready_flags", ArgType::pointer, "kda::u32*"},
+    {"ready_epoch", ArgType::i32, "int"},
+    {"chunk_begin", ArgType::i32, "int"},
+    {"chunk_major", ArgType::i32, "int"},
 };
 
 std::int64_t size_of(ArgType t) {

@@ -109,6 +109,31 @@ __device__ __forceinline__ PrepareChunk prepare_chunk_at(const kda_plan::KdaPara
   return c;
 }
 
+// Local chunk j of sequence n (j past the sequence's last chunk: exists false).
+__device__ __forceinline__ PrepareChunk prepare_chunk_in_sequence(const kda_plan::KdaParams& p, int n, i64 j) {
+  PrepareChunk c;
+  c.seq = sequence_span(p, n);
+  c.row0 = j * kda_plan::CHUNK_SIZE;
+  c.chunk = c.seq.first_chunk + j;
+  c.valid = static_cast<int>(min(static_cast<i64>(kda_plan::CHUNK_SIZE), c.seq.length - c.row0));
+  c.exists = c.row0 < c.seq.length;
+  return c;
+}
+
+// The (chunk, head) of a one-chunk-per-CTA prepare kernel. Chunk-parallel
+// order: x = global chunk, y = head. p.chunk_major (a prepare kernel running
+// beside the recurrence, schedule `prepare_overlap`): x = head, y = sequence,
+// z = local chunk - p.chunk_begin, so that CTAs start in the order the
+// recurrence consumes the records (chunk j of every pair before chunk j + 1).
+__device__ __forceinline__ PrepareChunk prepare_chunk_of_block(const kda_plan::KdaParams& p, int& h) {
+  if (p.chunk_major) {
+    h = blockIdx.x;
+    return prepare_chunk_in_sequence(p, blockIdx.y, p.chunk_begin + static_cast<i64>(blockIdx.z));
+  }
+  h = blockIdx.y;
+  return prepare_chunk_at(p, blockIdx.x);
+}
+
 // Column j of T = (I + L)^-1 for a 16 x 16 strictly lower L (fp32 rows at
 // `l`, pitch in elements) by forward substitution; zero above the diagonal.
 __device__ __forceinline__ void unit_lower_inverse_column16(const float* l, int pitch, int j, float (&tcol)[16]) {

@@ -73,7 +73,7 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
                 "center overwrites each thread's own raw elements: ki, kda, qda alias q_raw, k_raw, g_raw element for element");
   static_assert(P::KR_OFFSET == P::KI_OFFSET && P::KR_PITCH == P::KI_PITCH, "Kr is written over the thread's own Ki elements");
   extern __shared__ __align__(128) u8 smem[];
-  const int h = blockIdx.y;
+  int h = 0;
   const int col = 2 * (threadIdx.x % (D / 2)); // key columns col, col + 1
   const int group = threadIdx.x / (D / 2);      // rows 8 group .. 8 group + 7
   const int r0 = ROWS * group;
@@ -82,7 +82,7 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   const int g = lane >> 2;
   const int t = lane & 3;
 
-  const PrepareChunk c = prepare_chunk_at(p, blockIdx.x);
+  const PrepareChunk c = prepare_chunk_of_block(p, h);
   if (!c.exists) {
     return;
   }
@@ -366,6 +366,7 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
     }
     fold_rows(D + 16 * warp, a);
   }
+  publish_record_ready(p, c.chunk * p.heads + h);
 }
 
 } // namespace frag

@@ -33,6 +33,9 @@
 //   release: arrive on the slot's `empty` barrier
 //   store:   O (bf16) through the warp's 16 columns of the SMEM output tile,
 //            16-byte stores of the valid rows by the warp itself
+// When the prepare kernel runs beside this one (schedule `prepare_overlap`),
+// the producer waits for each record's ready flag before copying it
+// (common/ready_flags); otherwise the flags are absent and it never waits.
 // Uses kda_plan::recurrence::* (RECORD, V, OUT, FULL, EMPTY, MMA_*, PRODUCER_*) and kda_plan::WS_*.
 namespace kda {
 namespace frag {
@@ -113,6 +116,7 @@ __device__ __forceinline__ void produce(const kda_plan::KdaParams& p, u8* smem, 
     if (c >= S) {
       mbarrier_wait(empty + slot, static_cast<u32>((c / S - 1) & 1)); // chunk c - S has left the slot
     }
+    wait_record_ready(p, (seq.first_chunk + c) * p.heads + h); // a prepare kernel running beside this one
     issue_record_copy(p, smem + slot * R::STAGE_BYTES, full + slot, seq, h, c);
   }
 }

@@ -170,3 +170,79 @@ TEST_CASE("wgmma: the recurrence needs exactly the mma and producer warp roles",
                     Contains("fragment wgmma/recurrence assigns work to the warp roles mma, producer; kernel "
                              "'recurrence' declares mma"));
 }
+
+namespace {
+
+std::string problems_of_lowering(const nlohmann::json& doc, const char* target) {
+  std::string all;
+  try {
+    lower(validate(parse_schedule(doc, "edited.json"), test::target_named(target)), ShapeKey{});
+  } catch (const ScheduleError& e) {
+    for (const Diagnostic& d : e.diagnostics()) {
+      all += d.to_string() + "\n";
+    }
+  }
+  return all;
+}
+
+} // namespace
+
+TEST_CASE("prepare_overlap: the chunk-32 plan carries the model; the source publishes and waits for ready flags",
+          "[compiler][lower][wgmma][overlap]") {
+  const KernelPlan plan = test::lower_shipped("sm90_wgmma_c32", "sm_90a", LayoutKind::packed);
+  REQUIRE(plan.prepare_overlap);
+  CHECK(plan.prepare_overlap->recurrence_us_per_chunk > 0.0);
+  CHECK(plan.prepare_overlap->beside_recurrence_share > 0.0);
+  CHECK(plan.prepare_overlap->beside_recurrence_share <= 1.0);
+  CHECK(plan.prepare_overlap->min_lead_chunks >= 1);
+  REQUIRE(plan.abi.find("ready_flags") != nullptr);
+  CHECK(plan.abi.find("chunk_major")->type == ArgType::i32);
+  const std::string text = emit_cuda(plan).text;
+  CHECK_THAT(text, Contains("// ---- fragment common/ready_flags ----"));
+  CHECK_THAT(text, Contains("st.release.gpu.global.u32"));
+  CHECK_THAT(text, Contains("ld.acquire.gpu.global.u32"));
+  CHECK_THAT(text, Contains("fence.proxy.async.global;"));
+  CHECK_THAT(text, Contains("publish_record_ready(p, c.chunk * p.heads + h);"));
+  CHECK_THAT(text, Contains("wait_record_ready(p, (seq.first_chunk + c) * p.heads + h);"));
+  CHECK_THAT(text, Contains("prepare_chunk_of_block(p, h)"));
+  // chunk 16 shares the recurrence (flags absent at run time) but has no overlap model
+  CHECK_FALSE(test::lower_shipped("sm90_wgmma_c16", "sm_90a", LayoutKind::fixed).prepare_overlap);
+}
+
+TEST_CASE("prepare_overlap: refused where the generator cannot overlap, and checked field by field",
+          "[compiler][lower][wgmma][overlap]") {
+  const nlohmann::json overlap = {{"recurrence_us_per_chunk", 1.0},
+                                  {"prepare_chunks_per_us_per_sm", 0.3},
+                                  {"beside_recurrence_share", 0.5},
+                                  {"min_lead_chunks", 1}};
+  nlohmann::json c16 = test::shipped_schedule_json("sm90_wgmma_c16");
+  c16["prepare_overlap"] = overlap;
+  CHECK_THAT(problems_of_lowering(c16, "sm_90a"),
+             Contains("/prepare_overlap: the wgmma_decomposed_c16 generator cannot run its prepare kernel beside the "
+                      "recurrence"));
+
+  nlohmann::json bad = test::shipped_schedule_json("sm90_wgmma_c32");
+  bad["prepare_overlap"]["beside_recurrence_share"] = 1.5;
+  bad["prepare_overlap"]["recurrence_us_per_chunk"] = -1.0;
+  bad["prepare_overlap"]["min_lead_chunks"] = 0;
+  const std::string problems = problems_of_lowering(bad, "sm_90a");
+  CHECK_THAT(problems, Contains("/prepare_overlap/beside_recurrence_share: beside_recurrence_share is a fraction"));
+  CHECK_THAT(problems, Contains("/prepare_overlap/recurrence_us_per_chunk: recurrence_us_per_chunk must be a positive "
+                                "number, not -1"));
+  CHECK_THAT(problems, Contains("/prepare_overlap/min_lead_chunks: min_lead_chunks must be at least 1"));
+
+  nlohmann::json unknown = test::shipped_schedule_json("sm90_wgmma_c32");
+  unknown["prepare_overlap"]["lead"] = 3;
+  CHECK_THROWS_AS(parse_schedule(unknown, "edited.json"), ScheduleError);
+
+  nlohmann::json too_big = test::shipped_schedule_json("sm90_wgmma_c32");
+  auto& buffers = too_big["kernels"][1]["smem"]["buffers"];
+  REQUIRE(buffers[1]["name"] == "v");
+  buffers[1]["shape"] = {32, 300}; // a 195 KB recurrence leaves no room for a 55 KB prepare CTA
+  CHECK_THAT(problems_of_lowering(too_big, "sm_90a"),
+             Contains("/prepare_overlap: a prepare CTA does not fit beside a recurrence CTA on sm_90a"));
+
+  nlohmann::json fused = test::shipped_schedule_json("sm100_m128_c32");
+  fused["prepare_overlap"] = overlap;
+  CHECK_THAT(problems_of_lowering(fused, "sm_100a"), Contains("/prepare_overlap: only a decomposed design"));
+}

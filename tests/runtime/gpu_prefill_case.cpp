@@ -117,10 +117,12 @@ GpuCaseReport run_gpu_case(const GpuCase& c, const std::optional<std::string>& s
   }
   PrefillOptions call_options;
   call_options.schedule = schedule;
+  call_options.prepare_overlap = c.prepare_overlap;
   PrefillResult result = recurrent_kda_prefill(args, call_options);
   GpuCaseReport report;
   report.schedule = result.schedule;
   report.target = result.target;
+  report.prepare_overlapped = result.prepare_overlapped;
 
   const std::vector<Bf16> out_host = out.download_as<Bf16>(out_elems);
   std::vector<std::uint8_t> state_bytes_host(state_bytes);
@@ -133,6 +135,16 @@ GpuCaseReport run_gpu_case(const GpuCase& c, const std::optional<std::string>& s
     state.download(state_bytes_host.data(), state_bytes);
   }
   const std::vector<double> gpu_state = state_values(state_bytes_host, fp32_state);
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  auto mix = [&hash](const void* data, std::size_t bytes) {
+    const auto* p = static_cast<const std::uint8_t*>(data);
+    for (std::size_t i = 0; i < bytes; ++i) {
+      hash = (hash ^ p[i]) * 0x100000001b3ULL;
+    }
+  };
+  mix(out_host.data(), out_host.size() * sizeof(Bf16));
+  mix(state_bytes_host.data(), state_bytes_host.size());
+  report.output_hash = hash;
 
   Accumulator whole_out;
   Accumulator whole_state;

@@ -28,6 +28,7 @@ struct GpuCase {
   GpuStateMode state = GpuStateMode::inplace_bf16;
   bool int32_offsets = false;
   std::uint64_t seed = 1;
+  bool prepare_overlap = true; ///< PrefillOptions::prepare_overlap
 };
 
 struct GpuCaseReport {
@@ -40,6 +41,8 @@ struct GpuCaseReport {
   std::int64_t empty_state_changes = 0;
   std::string schedule;
   std::string target;
+  bool prepare_overlapped = false;
+  std::uint64_t output_hash = 0; ///< FNV-1a of the output's and the state's bytes (bit-identity checks)
 };
 
 /// Runs the case (CHECKs included) and returns the figures; `schedule` forces

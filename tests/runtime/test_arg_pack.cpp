@@ -116,7 +116,11 @@ TEST_CASE("arg pack: the documented layout of the parameter struct", "[runtime][
   CHECK(abi.find("offsets_i64")->offset == 136);
   CHECK(abi.find("scale")->offset == 140);
   CHECK(abi.find("gate_scale")->offset == 144);
-  CHECK(abi.size == 152);
+  CHECK(abi.find("ready_flags")->offset == 152);
+  CHECK(abi.find("ready_epoch")->offset == 160);
+  CHECK(abi.find("chunk_begin")->offset == 164);
+  CHECK(abi.find("chunk_major")->offset == 168);
+  CHECK(abi.size == 176);
 }
 
 TEST_CASE("arg pack: extra values are ignored", "[runtime][arg_pack]") {

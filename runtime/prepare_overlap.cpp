@@ -1,0 +1,90 @@
+#include "runtime/prepare_overlap.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace kda {
+namespace {
+
+constexpr std::int64_t k_max_grid_yz = 65535; // gridDim.y and gridDim.z limits
+
+OverlapDecision refuse(std::string reason) {
+  OverlapDecision d;
+  d.reason = std::move(reason);
+  return d;
+}
+
+} // namespace
+
+std::int64_t block_registers(const KernelFootprint& kernel) {
+  const std::int64_t warps = (kernel.threads + 31) / 32;
+  const std::int64_t per_warp = (static_cast<std::int64_t>(kernel.registers_per_thread) * 32 + 255) / 256 * 256;
+  return warps * per_warp;
+}
+
+bool prepare_fits_beside_recurrence(const OverlapRequest& r) {
+  const std::int64_t smem = r.prepare.smem_bytes + r.recurrence.smem_bytes + 2 * r.sm.reserved_smem_per_block;
+  if (smem > r.sm.smem_bytes || r.prepare.threads + r.recurrence.threads > r.sm.threads) {
+    return false;
+  }
+  // The register file is split between an SM's four schedulers, and a block's
+  // warps are spread over them: take the worst case, the most warps of each
+  // block on one quadrant (9 recurrence warps at 168 registers leave a
+  // quadrant 256 registers: an 8-warp prepare CTA then fits nowhere).
+  auto quadrant_registers = [](const KernelFootprint& k) {
+    const std::int64_t warps = (k.threads + 31) / 32;
+    return (warps + 3) / 4 * block_registers({32, k.registers_per_thread, 0});
+  };
+  return quadrant_registers(r.prepare) + quadrant_registers(r.recurrence) <= r.sm.registers / 4;
+}
+
+std::int64_t modelled_lead_chunks(const PrepareOverlapPlan& model, const OverlapRequest& r) {
+  // Prepare rate beside the recurrence (chunks per us over the GPU): full-rate
+  // SMs without a recurrence CTA, `share` of it on the others when a prepare
+  // CTA fits beside a recurrence CTA.
+  const double sms_free = static_cast<double>(r.sm_count - r.recurrence_ctas);
+  const double share = prepare_fits_beside_recurrence(r) ? model.beside_recurrence_share : 0.0;
+  const double rate =
+      model.prepare_chunks_per_us_per_sm * (sms_free + share * static_cast<double>(r.recurrence_ctas));
+  // The rest (n - lead chunks of every pair) must be ready by the time the
+  // recurrence (n x t) reaches it: pairs (n - lead) / rate <= n t.
+  const double n = static_cast<double>(r.chunks_per_sequence);
+  const double lead = n * (1.0 - model.recurrence_us_per_chunk * rate / static_cast<double>(r.pairs));
+  return static_cast<std::int64_t>(std::ceil(std::max(lead, 0.0)));
+}
+
+OverlapDecision decide_prepare_overlap(const PrepareOverlapPlan& model, const OverlapRequest& r) {
+  if (!r.allowed) {
+    return refuse("off (PrefillOptions::prepare_overlap = false)");
+  }
+  if (r.capturing) {
+    return refuse("off while the stream is captured into a CUDA graph");
+  }
+  if (r.recurrence_ctas >= r.sm_count) {
+    return refuse(fmt::format("off: {} recurrence CTAs leave none of the {} SMs to the prepare kernel they wait for",
+                              r.recurrence_ctas, r.sm_count));
+  }
+  if (r.recurrence.smem_bytes + r.sm.reserved_smem_per_block <= r.sm.smem_bytes / 2) {
+    return refuse("off: two recurrence CTAs fit on one SM, so one recurrence CTA per SM is not guaranteed");
+  }
+  if (r.sequences > k_max_grid_yz || r.chunk_grid_extent > k_max_grid_yz) {
+    return refuse(fmt::format("off: the chunk-major prepare grid ({} sequences x {} chunks) exceeds 65,535 blocks in "
+                              "y or z",
+                              r.sequences, r.chunk_grid_extent));
+  }
+  const std::int64_t lead = std::max<std::int64_t>(model.min_lead_chunks, modelled_lead_chunks(model, r));
+  if (lead >= r.chunk_grid_extent) {
+    return refuse(fmt::format("off: the model's lead ({} chunks) covers every chunk ({})", lead,
+                              r.chunk_grid_extent));
+  }
+  OverlapDecision d;
+  d.overlap = true;
+  d.lead_chunks = lead;
+  d.reason = fmt::format("on: {} of {} chunks per pair prepared first, the rest beside the recurrence", lead,
+                         r.chunk_grid_extent);
+  return d;
+}
+
+} // namespace kda

@@ -1,0 +1,89 @@
+// The decision to run a prepare_overlap schedule's prepare kernel beside its
+// recurrence (runtime/prepare_overlap.hpp), on simulated devices: the
+// deadlock-freedom conditions, the per-quadrant register fit, the lead of the
+// throughput model, and the grid limits.
+#include "runtime/prepare_overlap.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+using namespace kda;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// sm90_wgmma_c32 on an H200 (kdajit compile: prepare 64 registers, recurrence 168).
+OverlapRequest h200(std::int64_t sequences, std::int64_t heads, std::int64_t chunks) {
+  OverlapRequest r;
+  r.sm_count = 132;
+  r.sm = {233'472, 1'024, 65'536, 2'048};
+  r.prepare = {256, 64, 54'656};
+  r.recurrence = {288, 168, 152'640};
+  r.sequences = sequences;
+  r.heads = heads;
+  r.pairs = sequences * heads;
+  r.recurrence_ctas = r.pairs;
+  r.chunks_per_sequence = chunks;
+  r.chunk_grid_extent = chunks;
+  return r;
+}
+
+const PrepareOverlapPlan k_model{1.39, 0.313, 0.4, 2};
+
+} // namespace
+
+TEST_CASE("prepare overlap: registers per block and per scheduler quadrant", "[runtime][overlap]") {
+  CHECK(block_registers({288, 168, 0}) == 9 * 5'376);
+  CHECK(block_registers({256, 64, 0}) == 8 * 2'048);
+  CHECK(block_registers({32, 33, 0}) == 1'280); // 33 x 32 = 1,056 rounded up to 256
+  OverlapRequest r = h200(1, 96, 256);
+  // 9 recurrence warps put 3 x 5,376 registers on one quadrant: 256 left, no
+  // room for the prepare CTA's 2 x 2,048 although the SM has 768 + 16,384 free.
+  CHECK(block_registers(r.prepare) + block_registers(r.recurrence) <= r.sm.registers);
+  CHECK_FALSE(prepare_fits_beside_recurrence(r));
+  r.recurrence.threads = 256; // 8 warps: 2 x 5,376 + 2 x 2,048 = 14,848 <= 16,384
+  CHECK(prepare_fits_beside_recurrence(r));
+  r.recurrence.smem_bytes = 180'000; // 180,000 + 54,656 + 2 x 1,024 > 233,472
+  CHECK_FALSE(prepare_fits_beside_recurrence(r));
+}
+
+TEST_CASE("prepare overlap: the lead of the throughput model", "[runtime][overlap]") {
+  // H96: 36 free SMs at 0.313 chunks/us each (no CTA fits beside a recurrence
+  // CTA): 96 (256 - lead) / 11.27 <= 256 x 1.39  ->  lead >= 214.2
+  OverlapRequest r = h200(1, 96, 256);
+  const OverlapDecision d = decide_prepare_overlap(k_model, r);
+  REQUIRE(d.overlap);
+  CHECK(d.lead_chunks == static_cast<std::int64_t>(std::ceil(256 * (1.0 - 1.39 * 0.313 * 36 / 96))));
+  CHECK(d.lead_chunks == 215);
+  CHECK_THAT(d.reason, Contains("215 of 256 chunks"));
+  // with a prepare CTA beside each recurrence CTA the rate grows, the lead shrinks
+  r.recurrence.threads = 256;
+  CHECK(modelled_lead_chunks(k_model, r) ==
+        static_cast<std::int64_t>(std::ceil(256 * (1.0 - 1.39 * 0.313 * (36 + 0.4 * 96) / 96))));
+  CHECK(modelled_lead_chunks(k_model, r) < 215);
+  // few pairs: the prepare outruns the recurrence from the first chunk on
+  const OverlapDecision few = decide_prepare_overlap(k_model, h200(1, 16, 1024));
+  REQUIRE(few.overlap);
+  CHECK(few.lead_chunks == k_model.min_lead_chunks);
+}
+
+TEST_CASE("prepare overlap: refused where it could deadlock or has nothing to overlap", "[runtime][overlap]") {
+  CHECK_THAT(decide_prepare_overlap(k_model, h200(1, 132, 256)).reason,
+             Contains("132 recurrence CTAs leave none of the 132 SMs"));
+  CHECK_THAT(decide_prepare_overlap(k_model, h200(2, 96, 256)).reason, Contains("192 recurrence CTAs"));
+  OverlapRequest small = h200(1, 8, 64);
+  small.recurrence.smem_bytes = 100'000; // two per SM would fit: one per SM is not guaranteed
+  CHECK_THAT(decide_prepare_overlap(k_model, small).reason, Contains("two recurrence CTAs fit on one SM"));
+  OverlapRequest off = h200(1, 8, 64);
+  off.allowed = false;
+  CHECK_FALSE(decide_prepare_overlap(k_model, off).overlap);
+  OverlapRequest captured = h200(1, 8, 64);
+  captured.capturing = true;
+  CHECK_THAT(decide_prepare_overlap(k_model, captured).reason, Contains("CUDA graph"));
+  OverlapRequest long_grid = h200(1, 8, 70'000);
+  CHECK_THAT(decide_prepare_overlap(k_model, long_grid).reason, Contains("65,535"));
+  // the lead covers every chunk: nothing left to overlap
+  CHECK_THAT(decide_prepare_overlap(k_model, h200(1, 16, 2)).reason, Contains("covers every chunk"));
+  CHECK(decide_prepare_overlap(k_model, h200(1, 16, 3)).overlap);
+}
