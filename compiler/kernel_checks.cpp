@@ -75,7 +75,13 @@ void check_warp_roles(const Schedule& schedule, const KernelDecl& kernel, const 
   int registers_total = 0;
   bool all_have_registers = true;
   const WarpRole* producer = nullptr;
+  int first_warp = -1;
+  int next_warp = 0;
+  bool any_registers = false;
   for (const WarpRole& role : kernel.warp_roles) {
+    first_warp = next_warp;
+    next_warp += std::max(0, role.warps);
+    any_registers = any_registers || role.registers.has_value();
     if (!is_phase_name(role.name) || !names.insert(role.name).second) {
       sink.push_back({role.json_path + "/name", fmt::format("role name '{}' must be a unique lowercase word", role.name)});
     }
@@ -100,11 +106,21 @@ void check_warp_roles(const Schedule& schedule, const KernelDecl& kernel, const 
                       fmt::format("{} registers: setmaxnreg takes a multiple of 8 in 24..256", regs)});
     }
     registers_total += regs * 32 * std::max(0, role.warps);
+    if (first_warp % 4 != 0 || role.warps % 4 != 0) {
+      sink.push_back({role.json_path + "/registers",
+                      fmt::format("setmaxnreg applies to whole warpgroups: role '{}' (warps {}..{}) must start at a "
+                                  "multiple of 4 warps and span a multiple of 4",
+                                  role.name, first_warp, first_warp + role.warps - 1)});
+    }
   }
   if (kernel.warps() > k_max_warps_per_cta) {
     sink.push_back({path, fmt::format("{} warps ({} threads) exceed the {} warps ({} threads) of one CTA",
                                       kernel.warps(), with_thousands(kernel.threads()), k_max_warps_per_cta,
                                       with_thousands(32 * k_max_warps_per_cta))});
+  }
+  if (any_registers && !all_have_registers) {
+    sink.push_back({path, "either every warp role declares 'registers' (setmaxnreg) or none does: the kernel's entry "
+                          "register count is their total over its threads"});
   }
   if (all_have_registers && registers_total > k_register_file_per_sm) {
     sink.push_back({path, fmt::format("roles request {} registers in total, more than the {} of one SM",

@@ -49,6 +49,9 @@ struct LaunchPlan {
   std::int64_t dynamic_smem = 0;
   int min_blocks_per_sm = 0; ///< __launch_bounds__'s second argument; 0: none
   int chunks_per_cta = 1;    ///< chunks_by_heads: x = ceil(chunk bound / this)
+  /// Registers per thread at entry when the warp roles move registers with
+  /// setmaxnreg (`__maxnreg__`, so ptxas knows the entry count); 0: none.
+  int entry_registers = 0;
 };
 
 struct PipelinePlan {
@@ -61,6 +64,7 @@ struct WarpRolePlan {
   std::string name;   ///< constant prefix (upper case): MMA_WARPS, MMA_FIRST_WARP
   int warps = 0;
   int first_warp = 0;
+  int registers = 0;  ///< setmaxnreg target of the role's warpgroups (<NAME>_REGISTERS); 0: none
 };
 
 /// One `extern "C"` entry point of the module.
@@ -123,6 +127,7 @@ struct PrepareOverlapPlan {
   double prepare_chunks_per_us_per_sm = 0.0;
   double beside_recurrence_share = 0.0;
   int min_lead_chunks = 1;
+  double min_saving_us = 0.0;
 };
 
 struct KernelPlan {

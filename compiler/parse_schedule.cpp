@@ -145,6 +145,7 @@ void read_kernel_body(ObjectReader& r, KernelDecl& kernel, std::vector<Diagnosti
   kernel.warp_roles = read_warp_roles(r, sink);
   kernel.min_blocks_per_sm = narrow_int(r.integer("min_blocks_per_sm", false), 0);
   kernel.chunks_per_cta = narrow_int(r.integer("chunks_per_cta", false), 1);
+  kernel.exclusive_sm = r.boolean("exclusive_sm", false).value_or(false);
   if (const json* smem = r.field("smem", true)) {
     kernel.smem = read_smem(*smem, r.path_of("smem"), sink);
   }
@@ -257,6 +258,7 @@ Schedule parse_schedule(const json& document, const std::string& source) {
     o.prepare_chunks_per_us_per_sm = ov.number("prepare_chunks_per_us_per_sm", true).value_or(0.0);
     o.beside_recurrence_share = ov.number("beside_recurrence_share", true).value_or(0.0);
     o.min_lead_chunks = narrow_int(ov.integer("min_lead_chunks", true), 1);
+    o.min_saving_us = ov.number("min_saving_us", true).value_or(0.0);
     ov.reject_unknown_keys();
     s.prepare_overlap = o;
   }
@@ -271,7 +273,8 @@ Schedule parse_schedule(const json& document, const std::string& source) {
     }
     s.kernels.push_back(std::move(kernel));
   } else {
-    for (const char* key : {"phases", "pipeline", "warp_roles", "smem", "min_blocks_per_sm", "chunks_per_cta"}) {
+    for (const char* key :
+         {"phases", "pipeline", "warp_roles", "smem", "min_blocks_per_sm", "chunks_per_cta", "exclusive_sm"}) {
       if (r.field(key, false) != nullptr) {
         r.report(key, fmt::format("'{}' belongs to each entry of 'kernels' in a decomposed schedule", key));
       }

@@ -77,6 +77,9 @@ struct KernelDecl {
   /// Chunks one CTA of a chunk-parallel (prepare) kernel handles in turn; with
   /// a 2-slot ring it loads chunk i + 1 while preparing chunk i. 1: one chunk.
   int chunks_per_cta = 1;
+  /// Request the target's whole shared memory per block at launch, so that no
+  /// other CTA (a concurrently running prepare kernel's) shares the SM.
+  bool exclusive_sm = false;
   std::string json_path; ///< "" for a fused schedule's top level, "/kernels/i" otherwise
 
   int warps() const;
@@ -128,6 +131,10 @@ struct PrepareOverlapDecl {
   double prepare_chunks_per_us_per_sm = 0.0;
   double beside_recurrence_share = 0.0;
   int min_lead_chunks = 1;
+  /// Run them together only when the prepare time the overlap takes off the
+  /// critical path, (n - lead) pairs / (rho sms), is at least this (the
+  /// second stream, its events and the extra launch cost about 10 us).
+  double min_saving_us = 0.0;
   std::string json_path; ///< "/prepare_overlap"
 };
 

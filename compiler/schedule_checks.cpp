@@ -117,33 +117,15 @@ void check_prepare_overlap(const Schedule& s, std::vector<Diagnostic>& sink) {
                     fmt::format("beside_recurrence_share is a fraction of an SM's prepare rate (at most 1), not {}",
                                 o.beside_recurrence_share)});
   }
+  if (!(o.min_saving_us >= 0.0) || !std::isfinite(o.min_saving_us)) {
+    sink.push_back({o.json_path + "/min_saving_us",
+                    fmt::format("min_saving_us must be a number >= 0, not {}", o.min_saving_us)});
+  }
   if (o.min_lead_chunks < 1) {
     sink.push_back({o.json_path + "/min_lead_chunks",
                     fmt::format("min_lead_chunks must be at least 1 (the recurrence starts after the first chunk of "
                                 "every pair is prepared), not {}",
                                 o.min_lead_chunks)});
-  }
-}
-
-void check_overlap_residency(const Schedule& s, const std::vector<std::int64_t>& kernel_smem_bytes,
-                             const Target& target, std::vector<Diagnostic>& sink) {
-  if (!s.prepare_overlap || s.decomposition != Decomposition::decomposed || target.smem_per_sm <= 0) {
-    return;
-  }
-  constexpr std::int64_t k_reserved_per_block = 1024; // the driver's per-CTA reservation (sm_80 and later)
-  std::int64_t total = 0;
-  std::string parts;
-  for (std::size_t i = 0; i < s.kernels.size() && i < kernel_smem_bytes.size(); ++i) {
-    total += kernel_smem_bytes[i] + k_reserved_per_block;
-    parts += fmt::format("{}{} {} B", parts.empty() ? "" : " + ", s.kernels[i].name,
-                         with_thousands(kernel_smem_bytes[i]));
-  }
-  if (total > target.smem_per_sm) {
-    sink.push_back({s.prepare_overlap->json_path,
-                    fmt::format("a prepare CTA does not fit beside a recurrence CTA on {}: {} + {} x 1,024 B "
-                                "reserved = {} B > {} B of shared memory per SM",
-                                target.name, parts, s.kernels.size(), with_thousands(total),
-                                with_thousands(target.smem_per_sm))});
   }
 }
 

@@ -31,11 +31,6 @@ void check_kernel_structure(const Schedule& schedule, const KernelDecl& kernel, 
 /// `prepare_overlap`: a decomposed design, positive model numbers, a share in (0, 1].
 void check_prepare_overlap(const Schedule& schedule, std::vector<Diagnostic>& sink);
 
-/// `prepare_overlap`: one prepare CTA fits beside one recurrence CTA in an SM's
-/// shared memory (registers are checked at launch, from the compiled kernels).
-void check_overlap_residency(const Schedule& schedule, const std::vector<std::int64_t>& kernel_smem_bytes,
-                             const Target& target, std::vector<Diagnostic>& sink);
-
 /// Each buffer declaration on its own: name, shape, alignment, lifetime, alias, pinned offset.
 void check_buffer_decls(const KernelDecl& kernel, std::vector<Diagnostic>& sink);
 

@@ -238,10 +238,14 @@ void launch_overlapped(const KernelPlan& plan, const runtime::LoadedModule& modu
   launch_entry(module, *prepare, prepare_grid(decision.lead_chunks), plan.abi, values, stream);
   OverlapLane lane = acquire_overlap_lane();
   KDA_CU(cuEventRecord, lane.prepared, stream);
-  KDA_CU(cuStreamWaitEvent, lane.side, lane.prepared, 0u);
-  launch_entry(module, *recurrence, grid_of(*recurrence, p, plan), plan.abi, values, lane.side);
+  // The rest of the chunks are enqueued before the recurrence that waits for
+  // them, and nothing orders them after it: where kernels run one at a time
+  // (CUDA_LAUNCH_BLOCKING, a sanitizer) every flag is set before the
+  // recurrence starts; otherwise both start when the leading prepare ends.
   values.set("chunk_begin", static_cast<std::int32_t>(decision.lead_chunks));
   launch_entry(module, *prepare, prepare_grid(extent - decision.lead_chunks), plan.abi, values, stream);
+  KDA_CU(cuStreamWaitEvent, lane.side, lane.prepared, 0u);
+  launch_entry(module, *recurrence, grid_of(*recurrence, p, plan), plan.abi, values, lane.side);
   KDA_CU(cuEventRecord, lane.finished, lane.side);
   KDA_CU(cuStreamWaitEvent, stream, lane.finished, 0u);
 }

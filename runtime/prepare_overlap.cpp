@@ -79,6 +79,13 @@ OverlapDecision decide_prepare_overlap(const PrepareOverlapPlan& model, const Ov
     return refuse(fmt::format("off: the model's lead ({} chunks) covers every chunk ({})", lead,
                               r.chunk_grid_extent));
   }
+  const double saving_us = static_cast<double>((r.chunk_grid_extent - lead) * r.pairs) /
+                          (model.prepare_chunks_per_us_per_sm * static_cast<double>(r.sm_count));
+  if (saving_us < model.min_saving_us) {
+    return refuse(fmt::format("off: it would take {:.1f} us of prepare off the critical path, less than the {:.0f} us "
+                              "its second stream costs",
+                              saving_us, model.min_saving_us));
+  }
   OverlapDecision d;
   d.overlap = true;
   d.lead_chunks = lead;

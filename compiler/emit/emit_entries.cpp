@@ -9,11 +9,16 @@ namespace kda {
 void emit_entries(const KernelPlan& plan, SourceWriter& out) {
   for (const EntryPlan& e : plan.entries) {
     out.blank();
-    const std::string bounds = e.launch.min_blocks_per_sm > 0
-                                   ? fmt::format("{}, {}", e.launch.threads, e.launch.min_blocks_per_sm)
-                                   : fmt::format("{}", e.launch.threads);
-    out.open(fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const __grid_constant__ kda_plan::KdaParams p)",
-                         bounds, e.entry_name));
+    // With setmaxnreg roles the entry register count must be known to ptxas
+    // (else it ignores setmaxnreg, C7508): __maxnreg__, which excludes
+    // __launch_bounds__.
+    const std::string bounds =
+        e.launch.entry_registers > 0 ? fmt::format("__maxnreg__({})", e.launch.entry_registers)
+        : e.launch.min_blocks_per_sm > 0
+            ? fmt::format("__launch_bounds__({}, {})", e.launch.threads, e.launch.min_blocks_per_sm)
+            : fmt::format("__launch_bounds__({})", e.launch.threads);
+    out.open(fmt::format("extern \"C\" __global__ void {} {}(const __grid_constant__ kda_plan::KdaParams p)", bounds,
+                         e.entry_name));
     out.line(fmt::format("{}(p);", e.call));
     out.close();
   }

@@ -34,6 +34,7 @@ void emit_entry_constants(const EntryPlan& e, SourceWriter& out) {
   for (const WarpRolePlan& r : e.roles) {
     constant(out, r.name + "_WARPS", r.warps);
     constant(out, r.name + "_FIRST_WARP", r.first_warp);
+    constant(out, r.name + "_REGISTERS", r.registers); // setmaxnreg target, 0: none
   }
   for (const SmemSymbol& s : e.smem) {
     constant(out, s.name + "_OFFSET", s.offset);

@@ -40,6 +40,10 @@ void plan_warp_roles(const ValidatedSchedule& schedule, const FamilyRecipe& reci
 void plan_launch(const ValidatedSchedule& schedule, const FamilyRecipe& recipe, std::vector<EntryPlan>& entries);
 
 /// The by-value parameter struct shared by all entries.
+/// The per-thread register count a kernel whose roles all declare `registers`
+/// starts with (their total over its threads, rounded up to 8); 0 otherwise.
+int entry_registers(const KernelDecl& kernel);
+
 ArgAbi plan_arg_abi();
 
 /// The schedule's `prepare_overlap` model, if its generator supports running

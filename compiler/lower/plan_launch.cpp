@@ -2,6 +2,21 @@
 
 namespace kda {
 
+int entry_registers(const KernelDecl& kernel) {
+  std::int64_t total = 0;
+  for (const WarpRole& role : kernel.warp_roles) {
+    if (!role.registers) {
+      return 0; // check_warp_roles: all roles or none
+    }
+    total += static_cast<std::int64_t>(*role.registers) * 32 * role.warps;
+  }
+  const std::int64_t threads = kernel.threads();
+  // The CTA holds entry x threads registers; setmaxnreg moves them between
+  // its warpgroups, so the entry count covers the roles' total (rounded up to
+  // the allocation granularity of 8 per thread).
+  return threads > 0 ? static_cast<int>((total + threads * 8 - 1) / (threads * 8) * 8) : 0;
+}
+
 void plan_launch(const ValidatedSchedule& v, const FamilyRecipe& recipe, std::vector<EntryPlan>& entries) {
   for (EntryPlan& e : entries) {
     if (e.kernel == "chunk_offsets") {
@@ -13,10 +28,12 @@ void plan_launch(const ValidatedSchedule& v, const FamilyRecipe& recipe, std::ve
         continue;
       }
       e.launch.threads = k.decl.threads();
-      e.launch.dynamic_smem = k.smem.total_bytes;
+      // exclusive_sm: the whole per-block SMEM, so nothing runs beside it
+      e.launch.dynamic_smem = k.decl.exclusive_sm ? v.target().max_smem_per_block : k.smem.total_bytes;
       e.launch.min_blocks_per_sm = k.decl.min_blocks_per_sm;
       e.launch.chunks_per_cta = k.decl.chunks_per_cta;
       e.launch.grid = k.decl.role == KernelRole::prepare ? GridRule::chunks_by_heads : GridRule::sequences_by_heads;
+      e.launch.entry_registers = entry_registers(k.decl);
     }
   }
 }

@@ -19,7 +19,7 @@ std::optional<PrepareOverlapPlan> plan_prepare_overlap(const ValidatedSchedule& 
                                                              recipe.name)}});
   }
   return PrepareOverlapPlan{o.recurrence_us_per_chunk, o.prepare_chunks_per_us_per_sm, o.beside_recurrence_share,
-                            o.min_lead_chunks};
+                            o.min_lead_chunks, o.min_saving_us};
 }
 
 } // namespace kda

@@ -20,7 +20,7 @@ void plan_warp_roles(const ValidatedSchedule& v, const FamilyRecipe& recipe, std
     std::vector<std::string> declared;
     int first = 0;
     for (const WarpRole& role : vk->decl.warp_roles) {
-      e.roles.push_back({constant_prefix(role.name), role.warps, first});
+      e.roles.push_back({constant_prefix(role.name), role.warps, first, role.registers.value_or(0)});
       declared.push_back(role.name);
       first += role.warps;
     }

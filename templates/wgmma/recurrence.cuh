@@ -7,7 +7,10 @@
 // wgmma's m64nN accumulator and, once packed to bf16, of its register A
 // operand.
 // Warp roles: MMA_WARPS warps hold the state; one producer warp (lane 0)
-// fills a STAGES-slot ring ahead of them: per chunk one bulk copy of the whole
+// fills a STAGES-slot ring ahead of them (or the first warp of a producer
+// warpgroup that hands its registers to the MMA warpgroups with setmaxnreg,
+// when the roles declare registers: the CTA then starts at __maxnreg__ entry
+// registers and leaves room on the SM for a prepare CTA beside it): per chunk one bulk copy of the whole
 // record, counted on the slot's `full` mbarrier; it refills a slot once every
 // MMA warp has arrived on its `empty` mbarrier. Each MMA warp loads its own
 // 16 value columns of V into the slot with one cp.async per lane, STAGES - 1
@@ -130,8 +133,10 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
   constexpr int KS = C / 16; // K steps over the chunk rows
   static_assert((C == 16 || C == 32) && D == 128, "wgmma recurrence: chunk 16 or 32, head dim 128");
   static_assert(rows_per_warp() == 16 && kda_plan::M_TILE % 64 == 0, "warpgroups of 64 value rows, 16 per warp");
-  static_assert(R::MMA_FIRST_WARP == 0 && R::PRODUCER_WARPS == 1 && R::PRODUCER_FIRST_WARP == R::MMA_WARPS,
-                "MMA warps first, then one producer warp");
+  static_assert(R::MMA_FIRST_WARP == 0 && R::PRODUCER_FIRST_WARP == R::MMA_WARPS, "MMA warps first, then the producer");
+  static_assert((R::MMA_REGISTERS == 0 && R::PRODUCER_REGISTERS == 0 && R::PRODUCER_WARPS == 1) ||
+                    (R::MMA_REGISTERS > 0 && R::PRODUCER_REGISTERS > 0 && R::PRODUCER_WARPS == 4),
+                "one producer warp, or a producer warpgroup giving its registers to the MMA warpgroups (setmaxnreg)");
   static_assert(R::RECORD_BYTES == kda_plan::WS_RECORD_BYTES, "one record per ring slot");
   static_assert(R::FULL_BYTES >= 8 * S && R::EMPTY_BYTES >= 8 * S, "one full and one empty mbarrier per ring slot");
   static_assert(R::STAGE_BYTES % 16 == 0 && R::V_PITCH * 2 % 16 == 0 && R::OUT_PITCH * 2 % 16 == 0,
@@ -160,11 +165,17 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
     mbarrier_init_fence();
   }
   __syncthreads(); // the last CTA-wide barrier: from here on the roles only meet at mbarriers
-  if (warp == R::PRODUCER_FIRST_WARP) {
-    if (lane == 0) {
+  if (warp >= R::PRODUCER_FIRST_WARP) {
+    if constexpr (R::PRODUCER_REGISTERS > 0) {
+      setmaxnreg_dec<R::PRODUCER_REGISTERS>(); // the whole producer warpgroup; its first warp's lane 0 works
+    }
+    if (warp == R::PRODUCER_FIRST_WARP && lane == 0) {
       produce(p, smem, full, empty, seq, h, chunks);
     }
     return;
+  }
+  if constexpr (R::MMA_REGISTERS > 0) {
+    setmaxnreg_inc<R::MMA_REGISTERS>();
   }
 
   for (int c = 0; c < S - 1; ++c) {

@@ -214,7 +214,8 @@ TEST_CASE("prepare_overlap: refused where the generator cannot overlap, and chec
   const nlohmann::json overlap = {{"recurrence_us_per_chunk", 1.0},
                                   {"prepare_chunks_per_us_per_sm", 0.3},
                                   {"beside_recurrence_share", 0.5},
-                                  {"min_lead_chunks", 1}};
+                                  {"min_lead_chunks", 1},
+                                  {"min_saving_us", 20}};
   nlohmann::json c16 = test::shipped_schedule_json("sm90_wgmma_c16");
   c16["prepare_overlap"] = overlap;
   CHECK_THAT(problems_of_lowering(c16, "sm_90a"),
@@ -235,14 +236,30 @@ TEST_CASE("prepare_overlap: refused where the generator cannot overlap, and chec
   unknown["prepare_overlap"]["lead"] = 3;
   CHECK_THROWS_AS(parse_schedule(unknown, "edited.json"), ScheduleError);
 
-  nlohmann::json too_big = test::shipped_schedule_json("sm90_wgmma_c32");
-  auto& buffers = too_big["kernels"][1]["smem"]["buffers"];
-  REQUIRE(buffers[1]["name"] == "v");
-  buffers[1]["shape"] = {32, 300}; // a 195 KB recurrence leaves no room for a 55 KB prepare CTA
-  CHECK_THAT(problems_of_lowering(too_big, "sm_90a"),
-             Contains("/prepare_overlap: a prepare CTA does not fit beside a recurrence CTA on sm_90a"));
-
   nlohmann::json fused = test::shipped_schedule_json("sm100_m128_c32");
   fused["prepare_overlap"] = overlap;
   CHECK_THAT(problems_of_lowering(fused, "sm_100a"), Contains("/prepare_overlap: only a decomposed design"));
+}
+
+TEST_CASE("wgmma chunk 32: the recurrence's producer warpgroup hands registers to the MMA warpgroups on an SM of its own",
+          "[compiler][lower][wgmma]") {
+  const KernelPlan plan = test::lower_shipped("sm90_wgmma_c32", "sm_90a", LayoutKind::fixed);
+  const EntryPlan& recurrence = plan.entries.back();
+  REQUIRE(recurrence.roles.size() == 2);
+  CHECK(recurrence.roles[0].registers == 168);
+  CHECK(recurrence.roles[1].warps == 4);
+  CHECK(recurrence.roles[1].registers == 40);
+  // (8 x 168 + 4 x 40) x 32 = 48,128 registers over 384 threads: 125.3 -> 128 at entry
+  CHECK(recurrence.launch.entry_registers == 128);
+  CHECK(recurrence.launch.dynamic_smem == 232'448); // exclusive_sm: the target's whole SMEM per block
+  const std::string text = emit_cuda(plan).text;
+  CHECK_THAT(text, Contains("extern \"C\" __global__ void __maxnreg__(128) kda_prefill_sm90_wgmma_c32_recurrence("));
+  CHECK_THAT(text, Contains("constexpr int MMA_REGISTERS = 168;"));
+  CHECK_THAT(text, Contains("constexpr int PRODUCER_REGISTERS = 40;"));
+  CHECK_THAT(text, Contains("setmaxnreg.inc.sync.aligned.u32"));
+  CHECK_THAT(text, Contains("__launch_bounds__(256, 4) kda_prefill_sm90_wgmma_c32_prepare("));
+  // chunk 16 keeps one producer warp and the launch bounds
+  const KernelPlan c16 = test::lower_shipped("sm90_wgmma_c16", "sm_90a", LayoutKind::fixed);
+  CHECK(c16.entries.back().launch.entry_registers == 0);
+  CHECK_THAT(emit_cuda(c16).text, Contains("__launch_bounds__(288) kda_prefill_sm90_wgmma_c16_recurrence("));
 }

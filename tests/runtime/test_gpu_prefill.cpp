@@ -146,9 +146,9 @@ TEST_CASE("gpu prefill: prepare beside the recurrence gives the same bits as one
   }
   const std::vector<GpuCase> cases = {
       {"fixed B1 T2048 H16 bf16", fixed(1, 2048, 16), GpuStateMode::inplace_bf16, false, 62},
-      {"fixed B2 T1000 H12 fp32", fixed(2, 1000, 12), GpuStateMode::inplace_fp32, false, 63},
+      {"fixed B2 T1500 H12 fp32", fixed(2, 1500, 12), GpuStateMode::inplace_fp32, false, 63},
       {"packed 9 seqs (one empty) H5 bf16", packed(lengths, 5), GpuStateMode::inplace_bf16, true, 64},
-      {"fixed B1 T3000 H4 g=+8 final", fixed(1, 3000, 4, GateDistribution::all_plus_8), GpuStateMode::final_bf16,
+      {"fixed B1 T4000 H8 g=+8 final", fixed(1, 4000, 8, GateDistribution::all_plus_8), GpuStateMode::final_bf16,
        false, 65},
   };
   for (const GpuCase& c : cases) {

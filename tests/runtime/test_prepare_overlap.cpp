@@ -29,7 +29,7 @@ OverlapRequest h200(std::int64_t sequences, std::int64_t heads, std::int64_t chu
   return r;
 }
 
-const PrepareOverlapPlan k_model{1.39, 0.313, 0.4, 2};
+const PrepareOverlapPlan k_model{1.39, 0.313, 0.4, 2, 20.0};
 
 } // namespace
 
@@ -44,7 +44,14 @@ TEST_CASE("prepare overlap: registers per block and per scheduler quadrant", "[r
   CHECK_FALSE(prepare_fits_beside_recurrence(r));
   r.recurrence.threads = 256; // 8 warps: 2 x 5,376 + 2 x 2,048 = 14,848 <= 16,384
   CHECK(prepare_fits_beside_recurrence(r));
-  r.recurrence.smem_bytes = 180'000; // 180,000 + 54,656 + 2 x 1,024 > 233,472
+  // sm90_wgmma_c32's recurrence: 12 warps at __maxnreg__(128) (the producer
+  // warpgroup hands its registers to the MMA warpgroups with setmaxnreg):
+  // 3 x 4,096 + 2 x 2,048 = 16,384 per quadrant
+  r.recurrence = {384, 128, 152'640};
+  CHECK(prepare_fits_beside_recurrence(r));
+  r.recurrence.registers_per_thread = 136;
+  CHECK_FALSE(prepare_fits_beside_recurrence(r));
+  r.recurrence = {256, 168, 180'000}; // 180,000 + 54,656 + 2 x 1,024 > 233,472
   CHECK_FALSE(prepare_fits_beside_recurrence(r));
 }
 
@@ -85,5 +92,9 @@ TEST_CASE("prepare overlap: refused where it could deadlock or has nothing to ov
   CHECK_THAT(decide_prepare_overlap(k_model, long_grid).reason, Contains("65,535"));
   // the lead covers every chunk: nothing left to overlap
   CHECK_THAT(decide_prepare_overlap(k_model, h200(1, 16, 2)).reason, Contains("covers every chunk"));
-  CHECK(decide_prepare_overlap(k_model, h200(1, 16, 3)).overlap);
+  // small: H8 x 2048 saves (64 - 2) x 8 / (0.313 x 132) = 12 us, less than the 20 us asked
+  const OverlapDecision small_call = decide_prepare_overlap(k_model, h200(1, 8, 64));
+  CHECK_FALSE(small_call.overlap);
+  CHECK_THAT(small_call.reason, Contains("12.0 us of prepare off the critical path"));
+  CHECK(decide_prepare_overlap(k_model, h200(1, 16, 128)).overlap);
 }
