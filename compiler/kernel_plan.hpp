@@ -121,14 +121,6 @@ struct WorkspacePlan {
   std::string image_buffer;      ///< SMEM buffer receiving whole records (bulk copy), or empty
 };
 
-/// The schedule's `prepare_overlap` model, for the launcher (see PrepareOverlapDecl).
-struct PrepareOverlapPlan {
-  double recurrence_us_per_chunk = 0.0;
-  double prepare_chunks_per_us_per_sm = 0.0;
-  double beside_recurrence_share = 0.0;
-  int min_lead_chunks = 1;
-  double min_saving_us = 0.0;
-};
 
 struct KernelPlan {
   std::string schedule_name;
@@ -146,7 +138,7 @@ struct KernelPlan {
   WorkspacePlan workspace;
   std::vector<std::string> fragments; ///< template fragments to emit, in order
   std::vector<int> wgmma_n;           ///< wgmma m64nNk16 wrappers to emit (register A)
-  std::optional<PrepareOverlapPlan> prepare_overlap; ///< the prepare kernel may run beside the recurrence
+  std::optional<PrepareOverlapModel> prepare_overlap; ///< the prepare kernel may run beside the recurrence
 };
 
 } // namespace kda

@@ -254,11 +254,11 @@ Schedule parse_schedule(const json& document, const std::string& source) {
     PrepareOverlapDecl o;
     o.json_path = r.path_of("prepare_overlap");
     ObjectReader ov(*overlap, o.json_path, sink);
-    o.recurrence_us_per_chunk = ov.number("recurrence_us_per_chunk", true).value_or(0.0);
-    o.prepare_chunks_per_us_per_sm = ov.number("prepare_chunks_per_us_per_sm", true).value_or(0.0);
-    o.beside_recurrence_share = ov.number("beside_recurrence_share", true).value_or(0.0);
-    o.min_lead_chunks = narrow_int(ov.integer("min_lead_chunks", true), 1);
-    o.min_saving_us = ov.number("min_saving_us", true).value_or(0.0);
+    o.model.recurrence_us_per_chunk = ov.number("recurrence_us_per_chunk", true).value_or(0.0);
+    o.model.prepare_chunks_per_us_per_sm = ov.number("prepare_chunks_per_us_per_sm", true).value_or(0.0);
+    o.model.beside_recurrence_share = ov.number("beside_recurrence_share", true).value_or(0.0);
+    o.model.min_lead_chunks = narrow_int(ov.integer("min_lead_chunks", true), 1);
+    o.model.min_saving_us = ov.number("min_saving_us", true).value_or(0.0);
     ov.reject_unknown_keys();
     s.prepare_overlap = o;
   }

@@ -126,7 +126,7 @@ struct Numerics {
 /// prepare_chunks_per_us_per_sm (alone, full occupancy), share =
 /// beside_recurrence_share (a co-resident prepare CTA's fraction of an SM's
 /// prepare rate), r recurrence CTAs.
-struct PrepareOverlapDecl {
+struct PrepareOverlapModel {
   double recurrence_us_per_chunk = 0.0;
   double prepare_chunks_per_us_per_sm = 0.0;
   double beside_recurrence_share = 0.0;
@@ -135,6 +135,10 @@ struct PrepareOverlapDecl {
   /// critical path, (n - lead) pairs / (rho sms), is at least this (the
   /// second stream, its events and the extra launch cost about 10 us).
   double min_saving_us = 0.0;
+};
+
+struct PrepareOverlapDecl {
+  PrepareOverlapModel model;
   std::string json_path; ///< "/prepare_overlap"
 };
 

@@ -100,29 +100,30 @@ void check_prepare_overlap(const Schedule& s, std::vector<Diagnostic>& sink) {
   if (!s.prepare_overlap) {
     return;
   }
-  const PrepareOverlapDecl& o = *s.prepare_overlap;
+  const PrepareOverlapDecl& decl = *s.prepare_overlap;
+  const PrepareOverlapModel& o = decl.model;
   if (s.decomposition != Decomposition::decomposed) {
-    sink.push_back({o.json_path, "only a decomposed design (a prepare and a recurrence kernel) can overlap them"});
+    sink.push_back({decl.json_path, "only a decomposed design (a prepare and a recurrence kernel) can overlap them"});
   }
   auto positive = [&](const char* key, double value) {
     if (!(value > 0.0) || !std::isfinite(value)) {
-      sink.push_back({o.json_path + "/" + key, fmt::format("{} must be a positive number, not {}", key, value)});
+      sink.push_back({decl.json_path + "/" + key, fmt::format("{} must be a positive number, not {}", key, value)});
     }
   };
   positive("recurrence_us_per_chunk", o.recurrence_us_per_chunk);
   positive("prepare_chunks_per_us_per_sm", o.prepare_chunks_per_us_per_sm);
   positive("beside_recurrence_share", o.beside_recurrence_share);
   if (o.beside_recurrence_share > 1.0) {
-    sink.push_back({o.json_path + "/beside_recurrence_share",
+    sink.push_back({decl.json_path + "/beside_recurrence_share",
                     fmt::format("beside_recurrence_share is a fraction of an SM's prepare rate (at most 1), not {}",
                                 o.beside_recurrence_share)});
   }
   if (!(o.min_saving_us >= 0.0) || !std::isfinite(o.min_saving_us)) {
-    sink.push_back({o.json_path + "/min_saving_us",
+    sink.push_back({decl.json_path + "/min_saving_us",
                     fmt::format("min_saving_us must be a number >= 0, not {}", o.min_saving_us)});
   }
   if (o.min_lead_chunks < 1) {
-    sink.push_back({o.json_path + "/min_lead_chunks",
+    sink.push_back({decl.json_path + "/min_lead_chunks",
                     fmt::format("min_lead_chunks must be at least 1 (the recurrence starts after the first chunk of "
                                 "every pair is prepared), not {}",
                                 o.min_lead_chunks)});

@@ -40,7 +40,7 @@ bool prepare_fits_beside_recurrence(const OverlapRequest& r) {
   return quadrant_registers(r.prepare) + quadrant_registers(r.recurrence) <= r.sm.registers / 4;
 }
 
-std::int64_t modelled_lead_chunks(const PrepareOverlapPlan& model, const OverlapRequest& r) {
+std::int64_t modelled_lead_chunks(const PrepareOverlapModel& model, const OverlapRequest& r) {
   // Prepare rate beside the recurrence (chunks per us over the GPU): full-rate
   // SMs without a recurrence CTA, `share` of it on the others when a prepare
   // CTA fits beside a recurrence CTA.
@@ -55,7 +55,7 @@ std::int64_t modelled_lead_chunks(const PrepareOverlapPlan& model, const Overlap
   return static_cast<std::int64_t>(std::ceil(std::max(lead, 0.0)));
 }
 
-OverlapDecision decide_prepare_overlap(const PrepareOverlapPlan& model, const OverlapRequest& r) {
+OverlapDecision decide_prepare_overlap(const PrepareOverlapModel& model, const OverlapRequest& r) {
   if (!r.allowed) {
     return refuse("off (PrefillOptions::prepare_overlap = false)");
   }

@@ -70,8 +70,8 @@ bool prepare_fits_beside_recurrence(const OverlapRequest& request);
 
 /// The lead of the throughput model (PrepareOverlapDecl), before clamping to
 /// [min_lead_chunks, n].
-std::int64_t modelled_lead_chunks(const PrepareOverlapPlan& model, const OverlapRequest& request);
+std::int64_t modelled_lead_chunks(const PrepareOverlapModel& model, const OverlapRequest& request);
 
-OverlapDecision decide_prepare_overlap(const PrepareOverlapPlan& model, const OverlapRequest& request);
+OverlapDecision decide_prepare_overlap(const PrepareOverlapModel& model, const OverlapRequest& request);
 
 } // namespace kda

@@ -48,7 +48,7 @@ ArgAbi plan_arg_abi();
 
 /// The schedule's `prepare_overlap` model, if its generator supports running
 /// the prepare kernel beside the recurrence (ScheduleError otherwise).
-std::optional<PrepareOverlapPlan> plan_prepare_overlap(const ValidatedSchedule& schedule, const FamilyRecipe& recipe);
+std::optional<PrepareOverlapModel> plan_prepare_overlap(const ValidatedSchedule& schedule, const FamilyRecipe& recipe);
 
 /// Offsets of the workspace record (16-byte aligned fields).
 WorkspacePlan plan_workspace(const FamilyRecipe& recipe);

@@ -6,7 +6,7 @@
 
 namespace kda {
 
-std::optional<PrepareOverlapPlan> plan_prepare_overlap(const ValidatedSchedule& v, const FamilyRecipe& recipe) {
+std::optional<PrepareOverlapModel> plan_prepare_overlap(const ValidatedSchedule& v, const FamilyRecipe& recipe) {
   const Schedule& s = v.schedule();
   if (!s.prepare_overlap) {
     return std::nullopt;
@@ -18,8 +18,7 @@ std::optional<PrepareOverlapPlan> plan_prepare_overlap(const ValidatedSchedule& 
                                                              "flags); remove 'prepare_overlap'",
                                                              recipe.name)}});
   }
-  return PrepareOverlapPlan{o.recurrence_us_per_chunk, o.prepare_chunks_per_us_per_sm, o.beside_recurrence_share,
-                            o.min_lead_chunks, o.min_saving_us};
+  return o.model;
 }
 
 } // namespace kda

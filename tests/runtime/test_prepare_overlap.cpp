@@ -29,7 +29,7 @@ OverlapRequest h200(std::int64_t sequences, std::int64_t heads, std::int64_t chu
   return r;
 }
 
-const PrepareOverlapPlan k_model{1.39, 0.313, 0.4, 2, 20.0};
+const PrepareOverlapModel k_model{1.39, 0.313, 0.4, 2, 20.0};
 
 } // namespace
 
