@@ -34,6 +34,8 @@ struct SmemSymbol {
   std::int64_t offset = 0; ///< from the dynamic SMEM base (already aligned)
   std::int64_t bytes = 0;
   std::int64_t pitch = 0;  ///< last dimension (elements)
+  std::string c_type;      ///< element type in device code, e.g. "kda::u16" for bf16
+  std::int64_t elements = 0;
 };
 
 /// How many blocks a kernel gets, decided at launch from runtime sizes.

@@ -1,8 +1,11 @@
 #include "compiler/emit/emit_cuda.hpp"
 
 #include "compiler/encodings/smem_descriptor.hpp"
+#include "compiler/errors.hpp"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace kda {
 namespace {
@@ -21,6 +24,95 @@ void emit_params(const ArgAbi& abi, SourceWriter& out) {
   // natural alignment, so the size check pins the layout the launcher packs.
   out.line(fmt::format("static_assert(sizeof(KdaParams) == {}, \"argument ABI v{}\");", abi.size, abi.version));
   out.line(fmt::format("static_assert(alignof(KdaParams) == {}, \"argument ABI v{}\");", abi.alignment, abi.version));
+}
+
+// One region's buffers in offset order as a chain of structs, each adding the
+// next group of buffers that share an offset (aliases: one anonymous union)
+// after explicit padding: `<name>_<k> : <name>_<k-1>`. NVRTC has no offsetof,
+// so each link asserts that sizeof of the chain before it (what the compiler
+// lays out from the buffers' element types and counts) plus the padding is the
+// planned offset of every buffer in the group. `first` is the chain's first
+// base (empty: none); returns the last link's name, or `first` when the
+// region is empty; `end` receives the last member's end.
+std::string emit_region_chain(const std::string& name, const std::string& first, std::int64_t start,
+                              const std::vector<const SmemSymbol*>& symbols, SourceWriter& out, std::int64_t& end) {
+  std::string base = first;
+  std::int64_t at = start;
+  std::size_t i = 0;
+  int link = 0;
+  while (i < symbols.size()) {
+    const std::int64_t offset = symbols[i]->offset;
+    if (offset < at) {
+      throw InternalError(fmt::format("SMEM buffer '{}' at {} overlaps the buffer before it (ends at {}) without "
+                                      "sharing its offset",
+                                      symbols[i]->buffer, offset, at));
+    }
+    const std::string this_link = fmt::format("{}_{}", name, link++);
+    out.open(base.empty() ? fmt::format("struct {}", this_link) : fmt::format("struct {} : {}", this_link, base));
+    if (offset > at) {
+      out.line(fmt::format("::kda::u8 pad[{}];", offset - at));
+    }
+    std::int64_t bytes = 0;
+    std::vector<const SmemSymbol*> group;
+    out.open("union");
+    for (; i < symbols.size() && symbols[i]->offset == offset; ++i) {
+      out.line(fmt::format("{} {}[{}];", symbols[i]->c_type, symbols[i]->buffer, symbols[i]->elements));
+      bytes = std::max(bytes, symbols[i]->bytes);
+      group.push_back(symbols[i]);
+    }
+    out.close(";");
+    out.close(";");
+    std::string where = base.empty() ? std::string() : fmt::format("sizeof({})", base);
+    if (offset > at || where.empty()) {
+      where += fmt::format("{}{}", where.empty() ? "" : " + ", offset - at);
+    }
+    for (const SmemSymbol* g : group) {
+      out.line(fmt::format("static_assert({} == {}_OFFSET, \"{} at its planned offset\");", where, g->name, g->buffer));
+    }
+    base = this_link;
+    at = offset + bytes;
+  }
+  end = at;
+  return base;
+}
+
+// The SMEM plan as C++ layouts (a ring slot, then the whole dynamic SMEM),
+// checked against the planner's offsets and sizes by static_asserts.
+void emit_smem_layout(const EntryPlan& e, SourceWriter& out) {
+  std::vector<const SmemSymbol*> stage;
+  std::vector<const SmemSymbol*> shared;
+  for (const SmemSymbol& s : e.smem) {
+    (s.region == Region::stage ? stage : shared).push_back(&s);
+  }
+  if (stage.empty() && shared.empty()) {
+    return;
+  }
+  auto by_offset = [](const SmemSymbol* a, const SmemSymbol* b) { return a->offset < b->offset; };
+  std::stable_sort(stage.begin(), stage.end(), by_offset);
+  std::stable_sort(shared.begin(), shared.end(), by_offset);
+  out.line("// The SMEM plan as C++ layouts: buffers that reuse each other's bytes share a union.");
+  std::string ring;
+  std::int64_t at = 0;
+  if (!stage.empty()) {
+    std::int64_t end = 0;
+    const std::string last = emit_region_chain("StageSlotUpTo", "", 0, stage, out, end);
+    out.open(fmt::format("struct StageSlot : {}", last));
+    if (e.stage_bytes > end) {
+      out.line(fmt::format("::kda::u8 tail[{}];", e.stage_bytes - end));
+    }
+    out.close(";");
+    out.line("static_assert(sizeof(StageSlot) == STAGE_BYTES, \"the ring slot's layout has the planned size\");");
+    out.open("struct Ring");
+    out.line("StageSlot slot[STAGES];");
+    out.close(";");
+    ring = "Ring";
+    at = e.pipeline.stages * e.stage_bytes;
+  }
+  std::int64_t end = at;
+  const std::string last = emit_region_chain("SmemUpTo", ring, at, shared, out, end);
+  out.open(fmt::format("struct SmemLayout : {}", last));
+  out.close(";");
+  out.line("static_assert(sizeof(SmemLayout) <= SMEM_BYTES, \"the layout fits the dynamic SMEM requested\");");
 }
 
 void emit_entry_constants(const EntryPlan& e, SourceWriter& out) {
@@ -53,6 +145,7 @@ void emit_entry_constants(const EntryPlan& e, SourceWriter& out) {
     out.line(fmt::format("static_assert({}_OFFSET % 16 == 0, \"{} is 16-byte aligned\");", s.name, s.buffer));
   }
   out.line("static_assert(STAGES * STAGE_BYTES <= SMEM_BYTES || STAGE_BYTES == 0, \"ring inside the SMEM plan\");");
+  emit_smem_layout(e, out);
   out.close(fmt::format(" // namespace {}", e.plan_namespace));
 }
 

@@ -7,6 +7,30 @@
 #include <algorithm>
 
 namespace kda {
+namespace {
+
+// Raw bit containers for 16-bit floats, so that unions of buffers need no
+// constructors.
+const char* device_element_type(DType dtype) {
+  switch (dtype) {
+  case DType::bf16:
+  case DType::fp16:
+    return "::kda::u16";
+  case DType::fp32:
+    return "float";
+  case DType::u32:
+    return "::kda::u32";
+  case DType::u64:
+    return "::kda::u64";
+  case DType::i32:
+    return "int";
+  case DType::i64:
+    return "::kda::i64";
+  }
+  return "::kda::u8";
+}
+
+} // namespace
 
 void place_smem(const ValidatedSchedule& v, const FamilyRecipe& recipe, std::vector<EntryPlan>& entries) {
   std::vector<Diagnostic> problems;
@@ -41,6 +65,8 @@ void place_smem(const ValidatedSchedule& v, const FamilyRecipe& recipe, std::vec
       sym.offset = b.region == Region::stage ? b.offset : layout.shared_offset + b.offset;
       sym.bytes = b.bytes;
       sym.pitch = decl.shape.empty() ? 0 : decl.shape.back();
+      sym.c_type = device_element_type(decl.dtype);
+      sym.elements = decl.elements();
       e.smem.push_back(sym);
     }
     e.stage_bytes = layout.stage_bytes;

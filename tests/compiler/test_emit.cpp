@@ -2,6 +2,8 @@
 #include "compiler/errors.hpp"
 #include "compiler/emit/template_library.hpp"
 #include "compiler/lower.hpp"
+#include "compiler/lower/family_recipe.hpp"
+#include "compiler/schedule_library.hpp"
 #include "compiler/validated_schedule.hpp"
 #include "schedule_fixtures.hpp"
 #include "test_support.hpp"
@@ -68,4 +70,58 @@ TEST_CASE("emission is deterministic across processes", "[compiler][emit]") {
   CHECK(first == test::read_text(b));
   CHECK(first == emit_shipped("portable_c16", "sm_120a", LayoutKind::packed, StatePrecision::fp32).text);
   std::filesystem::remove_all(dir);
+}
+
+// Issue 5, item 1: every buffer of the plan is used by an emitted fragment,
+// and the emitted SMEM layout structs pin the planner's offsets and sizes.
+TEST_CASE("every SMEM buffer of a generated plan is addressed by the fragments the module emits",
+          "[compiler][emit][smem]") {
+  int plans = 0;
+  for (const Schedule& s : shipped_schedules()) {
+    try {
+      find_family_recipe(s);
+    } catch (const ScheduleError&) {
+      continue; // no generator yet
+    }
+    for (const std::string& target : s.targets) {
+      const KernelPlan plan = lower(validate(s, test::target_named(target)), ShapeKey{});
+      ++plans;
+      std::string fragments;
+      for (const std::string& f : plan.fragments) {
+        fragments += std::string(template_text(f));
+      }
+      for (const EntryPlan& e : plan.entries) {
+        for (const SmemSymbol& sym : e.smem) {
+          INFO(s.name << " on " << target << ", kernel " << e.kernel << ", buffer " << sym.buffer);
+          // fragments address buffers as <namespace alias>::<NAME>_OFFSET
+          CHECK(fragments.find("::" + sym.name + "_OFFSET") != std::string::npos);
+        }
+      }
+      const std::string text = emit_cuda(plan).text;
+      for (const EntryPlan& e : plan.entries) {
+        for (const SmemSymbol& sym : e.smem) {
+          INFO(s.name << " on " << target << ", buffer " << sym.buffer);
+          CHECK(text.find("== " + sym.name + "_OFFSET, \"" + sym.buffer + " at its planned offset\");") !=
+                std::string::npos);
+        }
+        if (!e.smem.empty()) {
+          CHECK(text.find("static_assert(sizeof(SmemLayout) <= SMEM_BYTES") != std::string::npos);
+        }
+      }
+    }
+  }
+  CHECK(plans >= 6);
+}
+
+TEST_CASE("the SMEM layout structs: aliases share a union, padding keeps planned offsets", "[compiler][emit][smem]") {
+  const KernelPlan plan = test::lower_shipped("sm90_wgmma_c32", "sm_90a", LayoutKind::fixed);
+  const std::string text = emit_cuda(plan).text;
+  // q_raw and the buffers that reuse its bytes (ki, then kr) at offset 0, one union
+  CHECK_THAT(text, Contains("struct StageSlotUpTo_0 {\n      union {\n        ::kda::u16 q_raw[4352];\n        "
+                            "::kda::u16 ki[4352];\n        ::kda::u16 kr[4352];"));
+  CHECK_THAT(text, Contains("static_assert(sizeof(StageSlotUpTo_0) == K_RAW_OFFSET, \"k_raw at its planned offset\");"));
+  // the recurrence's ring of 4 record slots, then the shared buffers
+  CHECK_THAT(text, Contains("struct Ring {\n      StageSlot slot[STAGES];"));
+  CHECK_THAT(text, Contains("static_assert(sizeof(Ring) == OUT_OFFSET, \"out at its planned offset\");"));
+  CHECK_THAT(text, Contains("::kda::u64 full[4];"));
 }
