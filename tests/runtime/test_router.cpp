@@ -82,7 +82,8 @@ TEST_CASE("router: the shipped schedules are the ones these tests expect", "[run
   CHECK(names == std::vector<std::string>{"portable_c16", "portable_c16_m64", "portable_c16_w8", "sm100_m128_c32", "sm100_m64_c32",
                                           "sm100_n16_c16", "sm120_c32", "sm90_wgmma_c16", "sm90_wgmma_c16_m64",
                                           "sm90_wgmma_c32"});
-  CHECK(shipped("portable_c16").targets == std::vector<std::string>{"sm_80", "sm_90", "sm_120a"});
+  CHECK(shipped("portable_c16").targets ==
+        std::vector<std::string>{"sm_80", "sm_90", "sm_100a", "sm_100f", "sm_103a", "sm_120a"});
 }
 
 TEST_CASE("router: target choice on CC 9.0", "[runtime][router]") {
@@ -128,8 +129,15 @@ TEST_CASE("router: target choice on CC 10.0 and 10.3 depends on NVRTC", "[runtim
     CHECK(target_of(s, device(10, 0, 13, 0)) == "sm_100a");
     CHECK(target_of(s, device(10, 3, 13, 0)) == "none");
   }
-  SECTION("portable_c16 has no CC 10 target") {
-    const TargetChoice c = choose_target(shipped("portable_c16"), device(10, 0));
+  SECTION("portable_c16 follows the same rule (it lists sm_100a, sm_100f and sm_103a)") {
+    const Schedule& s = shipped("portable_c16");
+    CHECK(target_of(s, device(10, 0, 13, 0)) == "sm_100f");
+    CHECK(target_of(s, device(10, 0, 12, 8)) == "sm_100a");
+    CHECK(target_of(s, device(10, 3, 13, 0)) == "sm_100f");
+    CHECK(target_of(s, device(10, 3, 12, 8)) == "sm_103a");
+  }
+  SECTION("a schedule without a CC 10 target") {
+    const TargetChoice c = choose_target(shipped("portable_c16_m64"), device(10, 0));
     CHECK_FALSE(c.target);
     CHECK_THAT(c.reason, Contains("no target for CC 10.0 (it lists sm_80, sm_90, sm_120a)"));
   }
@@ -205,18 +213,24 @@ TEST_CASE("router: explicit and unknown schedule requests", "[runtime][router]")
   }
 }
 
-TEST_CASE("router: nothing is eligible on CC 10.0 yet", "[runtime][router]") {
+TEST_CASE("router: CC 10.0 and 10.3 route to portable_c16 until the tcgen05 designs have a generator",
+          "[runtime][router]") {
   for (const DeviceDescription& d : {device(10, 0, 13, 0), device(10, 0, 12, 8), device(10, 3, 13, 0)}) {
     INFO("CC " << d.cc_major << "." << d.cc_minor << " NVRTC " << d.nvrtc_major << "." << d.nvrtc_minor);
-    const std::string m = route_refusal(shipped_schedules(), d, problem());
-    CHECK_THAT(m, Contains("no eligible schedule for CC 10."));
+    const RouteDecision r = route(shipped_schedules(), d, problem(), {});
+    CHECK(r.schedule->name == "portable_c16");
+    CHECK(r.target.name == (d.nvrtc_major >= 13 ? "sm_100f" : "sm_100a"));
     for (const char* name : {"sm100_m128_c32", "sm100_m64_c32", "sm100_n16_c16"}) {
-      CHECK_THAT(m, Contains(std::string(name) + ": not eligible: no code generator yet"));
+      CHECK_THAT(r.explanation, Contains(std::string(name) + ": not eligible: no code generator yet"));
+      // asked for by name, the design is refused with the exact reason
+      const std::string m = route_refusal(shipped_schedules(), d, problem(), RouteRequest{std::string(name)});
+      CHECK_THAT(m, Contains("no code generator yet for a tcgen05 fused design"));
     }
-    // portable_c16 lists sm_80, sm_90, sm_120a: no CC 10 target, so it is not chosen.
-    CHECK_THAT(m, Contains("portable_c16: not eligible: no target for CC 10."));
-    CHECK_THAT(m, Contains("sm120_c32: not eligible: no target for CC 10."));
+    CHECK_THAT(r.explanation, Contains("sm120_c32: not eligible: no target for CC 10."));
+    CHECK_THAT(r.explanation, Contains("portable_c16_m64: not eligible: no target for CC 10."));
   }
+  const RouteDecision b300 = route(shipped_schedules(), device(10, 3, 12, 8), problem(), {});
+  CHECK(b300.target.name == "sm_103a");
 }
 
 TEST_CASE("router: layout, state dtype and heads the schedule does not list", "[runtime][router]") {
