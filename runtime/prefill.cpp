@@ -218,9 +218,6 @@ void launch_overlapped(const KernelPlan& plan, const runtime::LoadedModule& modu
                        const OverlapDecision& decision, ArgValues values, CUstream stream) {
   const EntryPlan* prepare = entry_with_role(plan, KernelRole::prepare);
   const EntryPlan* recurrence = entry_with_role(plan, KernelRole::recurrence);
-  const std::int64_t chunk = plan.tiles.chunk_size;
-  const std::int64_t extent = p.layout == LayoutKind::fixed ? (p.seq_len + chunk - 1) / chunk
-                                                            : (p.total_tokens + chunk - 1) / chunk;
   const ReadyFlags flags = stream_ready_flags(stream, workspace_records(plan, p));
   values.set("ready_flags", static_cast<const void*>(flags.flags));
   values.set("ready_epoch", static_cast<std::int32_t>(flags.epoch));
@@ -243,7 +240,7 @@ void launch_overlapped(const KernelPlan& plan, const runtime::LoadedModule& modu
   // (CUDA_LAUNCH_BLOCKING, a sanitizer) every flag is set before the
   // recurrence starts; otherwise both start when the leading prepare ends.
   values.set("chunk_begin", static_cast<std::int32_t>(decision.lead_chunks));
-  launch_entry(module, *prepare, prepare_grid(extent - decision.lead_chunks), plan.abi, values, stream);
+  launch_entry(module, *prepare, prepare_grid(decision.chunk_extent - decision.lead_chunks), plan.abi, values, stream);
   KDA_CU(cuStreamWaitEvent, lane.side, lane.prepared, 0u);
   launch_entry(module, *recurrence, grid_of(*recurrence, p, plan), plan.abi, values, lane.side);
   KDA_CU(cuEventRecord, lane.finished, lane.side);

@@ -89,6 +89,7 @@ OverlapDecision decide_prepare_overlap(const PrepareOverlapModel& model, const O
   OverlapDecision d;
   d.overlap = true;
   d.lead_chunks = lead;
+  d.chunk_extent = r.chunk_grid_extent;
   d.reason = fmt::format("on: {} of {} chunks per pair prepared first, the rest beside the recurrence", lead,
                          r.chunk_grid_extent);
   return d;

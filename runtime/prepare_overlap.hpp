@@ -57,7 +57,8 @@ struct OverlapRequest {
 
 struct OverlapDecision {
   bool overlap = false;
-  std::int64_t lead_chunks = 0; ///< local chunks of every pair prepared before the recurrence starts
+  std::int64_t lead_chunks = 0;  ///< local chunks of every pair prepared before the recurrence starts
+  std::int64_t chunk_extent = 0; ///< local chunks the two prepare grids cover together (the request's)
   std::string reason;           ///< why (not), for route explanations and bench output
 };
 

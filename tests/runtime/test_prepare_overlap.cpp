@@ -63,6 +63,7 @@ TEST_CASE("prepare overlap: the lead of the throughput model", "[runtime][overla
   REQUIRE(d.overlap);
   CHECK(d.lead_chunks == static_cast<std::int64_t>(std::ceil(256 * (1.0 - 1.39 * 0.313 * 36 / 96))));
   CHECK(d.lead_chunks == 215);
+  CHECK(d.chunk_extent == 256);
   CHECK_THAT(d.reason, Contains("215 of 256 chunks"));
   // with a prepare CTA beside each recurrence CTA the rate grows, the lead shrinks
   r.recurrence.threads = 256;
