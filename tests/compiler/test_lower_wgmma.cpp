@@ -159,7 +159,8 @@ TEST_CASE("wgmma: the recurrence needs exactly the mma and producer warp roles",
   CHECK(recurrence.roles[0].first_warp == 0);
   CHECK(recurrence.roles[1].name == "PRODUCER");
   CHECK(recurrence.roles[1].first_warp == 8);
-  CHECK(recurrence.launch.threads == 288);
+  CHECK(recurrence.roles[1].warps == 4); // a warpgroup, for setmaxnreg
+  CHECK(recurrence.launch.threads == 384);
   const std::string text = emit_cuda(plan).text;
   CHECK_THAT(text, Contains("constexpr int PRODUCER_FIRST_WARP = 8;"));
 
@@ -258,8 +259,11 @@ TEST_CASE("wgmma chunk 32: the recurrence's producer warpgroup hands registers t
   CHECK_THAT(text, Contains("constexpr int PRODUCER_REGISTERS = 40;"));
   CHECK_THAT(text, Contains("setmaxnreg.inc.sync.aligned.u32"));
   CHECK_THAT(text, Contains("__launch_bounds__(256, 4) kda_prefill_sm90_wgmma_c32_prepare("));
-  // chunk 16 keeps one producer warp and the launch bounds
-  const KernelPlan c16 = test::lower_shipped("sm90_wgmma_c16", "sm_90a", LayoutKind::fixed);
-  CHECK(c16.entries.back().launch.entry_registers == 0);
-  CHECK_THAT(emit_cuda(c16).text, Contains("__launch_bounds__(288) kda_prefill_sm90_wgmma_c16_recurrence("));
+  // without registers on its roles the recurrence keeps one producer warp and launch bounds
+  nlohmann::json doc = test::shipped_schedule_json("sm90_wgmma_c16");
+  doc["kernels"][1]["warp_roles"] = {{{"name", "mma"}, {"warps", 8}}, {{"name", "producer"}, {"warps", 1}}};
+  const KernelPlan plain = lower(validate(parse_schedule(doc, "edited.json"), test::target_named("sm_90a")), ShapeKey{});
+  CHECK(plain.entries.back().launch.entry_registers == 0);
+  CHECK_THAT(emit_cuda(plain).text, Contains("__launch_bounds__(288) kda_prefill_sm90_wgmma_c16_recurrence("));
+  CHECK_THAT(emit_cuda(plain).text, Contains("constexpr int PRODUCER_REGISTERS = 0;"));
 }
