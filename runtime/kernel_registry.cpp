@@ -79,6 +79,19 @@ const std::string& KernelRegistry::nvrtc_version() {
   return m_nvrtc_version;
 }
 
+cache::CurrentIdentity KernelRegistry::current_identity() {
+  cache::CurrentIdentity id;
+  id.layout_version = k_cache_layout_version;
+  id.abi_version = std::to_string(ArgAbi{}.version);
+  id.generator_id = generator_id();
+  try {
+    id.nvrtc_version = nvrtc_version();
+  } catch (const ToolchainError&) {
+    // no NVRTC here: entries are not judged by their NVRTC version
+  }
+  return id;
+}
+
 std::shared_ptr<const PreparedKernel> KernelRegistry::prepare(const Schedule& schedule, const Target& target,
                                                               const ShapeKey& shape) {
   const std::string memo = fmt::format("{}|{}|{}|{}", schedule.name, static_cast<const void*>(&schedule), target.name,

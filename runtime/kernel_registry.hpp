@@ -6,6 +6,7 @@
 #pragma once
 
 #include "cache/disk_cache.hpp"
+#include "cache/eviction.hpp"
 #include "compiler/kernel_plan.hpp"
 #include "compiler/schedule.hpp"
 #include "runtime/loaded_module.hpp"
@@ -40,6 +41,9 @@ public:
 
   /// NVRTC version string used in keys ("13.0"); loads NVRTC.
   const std::string& nvrtc_version();
+  /// What a current entry's key fields say (gc's orphans are the others);
+  /// the NVRTC field is empty when NVRTC cannot be loaded here.
+  cache::CurrentIdentity current_identity();
 
 private:
   KernelRegistry();

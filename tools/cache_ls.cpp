@@ -1,7 +1,8 @@
-// kdajit cache ls [--json]: the entries of the kernel cache directory.
+// kdajit cache ls [--cache-dir DIR] [--json]: the entries of the kernel cache directory.
 #include "cache/list_entries.hpp"
 #include "runtime/kernel_registry.hpp"
 #include "tools/args.hpp"
+#include "tools/cache_target.hpp"
 #include "tools/cli.hpp"
 #include "tools/exit_codes.hpp"
 
@@ -13,19 +14,20 @@ namespace kda::tools {
 
 int cache_ls_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   (void)err;
-  const ParsedArgs parsed = parse_args(args, {"--json"}, {});
+  const ParsedArgs parsed = parse_args(args, {"--json"}, {"--cache-dir"});
   if (!parsed.positional.empty()) {
     throw UsageError("unexpected argument '" + parsed.positional.front() + "'");
   }
-  const cache::CacheConfig& config = KernelRegistry::instance().disk_cache().config();
-  if (!config.root) {
-    out << "the kernel cache is memory-only: " << config.memory_only_warning << "\n";
+  const CacheTarget target = cache_target(parsed);
+  if (!target.root) {
+    out << "the kernel cache is memory-only: " << target.memory_only_reason << "\n";
     return k_exit_ok;
   }
-  const std::vector<cache::ListedEntry> entries = cache::list_entries(*config.root);
+  const std::string root = *target.root;
+  const std::vector<cache::ListedEntry> entries = cache::list_entries(root);
   nlohmann::json listed = nlohmann::json::array();
   if (!parsed.has("--json")) {
-    out << fmt::format("cache {}: {} entr{}\n", *config.root, entries.size(), entries.size() == 1 ? "y" : "ies");
+    out << fmt::format("cache {}: {} entr{}\n", root, entries.size(), entries.size() == 1 ? "y" : "ies");
     out << fmt::format("{:<16}  {:<16} {:<8} {:<34} {:>9} {:>10}  {}\n", "key", "schedule", "target", "shape", "bytes",
                        "compile ms", "entry points (registers, spills)");
   }
@@ -56,7 +58,7 @@ int cache_ls_command(const std::vector<std::string>& args, std::ostream& out, st
                       {"dir", e.dir}});
   }
   if (parsed.has("--json")) {
-    out << nlohmann::json{{"root", *config.root}, {"entries", listed}}.dump(2) << "\n";
+    out << nlohmann::json{{"root", root}, {"entries", listed}}.dump(2) << "\n";
   }
   return k_exit_ok;
 }

@@ -28,9 +28,17 @@ usage:
       Fill the kernel cache: compile (or find) each schedule for its targets
       (or the given ones) and one shape key. --all: every shipped schedule with
       a code generator. Prints each entry's key, time and resources.
-  kdajit cache ls [--json]
+  kdajit cache ls [--cache-dir DIR] [--json]
       List the kernel cache's entries (key, schedule, target, shape, size,
       compile time, registers and spills per entry point).
+  kdajit cache gc [--max-bytes N[K|M|G]] [--older-than DAYS] [--orphans] [--dry-run] [--cache-dir DIR] [--json]
+      Evict entries: with --orphans those of another generator, ABI, cache
+      layout or NVRTC; with --older-than those unused for longer; then, while
+      the rest exceeds the cap (--max-bytes, else KDAJIT_MAX_BYTES, else 2G),
+      orphans and then the least recently used. Never an entry another
+      process is building or publishing. --dry-run lists what would go.
+  kdajit cache clear [--cache-dir DIR] [--json]
+      Remove every entry (except one being built or published right now).
   kdajit route [--cc X.Y [--sms N] [--nvrtc X.Y]] [--layout L] [--state D] [--heads H] [--sequences N]
                [--lower-bound LB] [--schedule S | --family F]
       Explain which shipped schedule and target a call gets, on the current
@@ -91,10 +99,18 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   if (args[0] == "cache") {
     const std::string sub = args.size() > 1 ? args[1] : "";
+    const std::vector<std::string> rest(args.begin() + std::min<std::size_t>(2, args.size()), args.end());
     if (sub == "ls") {
-      return cache_ls_command(std::vector<std::string>(args.begin() + 2, args.end()), out, err);
+      return cache_ls_command(rest, out, err);
     }
-    throw UsageError(sub.empty() ? "'cache' needs a subcommand: ls" : "unknown subcommand 'cache " + sub + "'");
+    if (sub == "gc") {
+      return cache_gc_command(rest, out, err);
+    }
+    if (sub == "clear") {
+      return cache_clear_command(rest, out, err);
+    }
+    throw UsageError(sub.empty() ? "'cache' needs a subcommand: ls, gc or clear"
+                                 : "unknown subcommand 'cache " + sub + "' (expected ls, gc or clear)");
   }
   if (args[0] == "accuracy") {
     return accuracy_command(std::vector<std::string>(args.begin() + 1, args.end()), out, err);

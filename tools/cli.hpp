@@ -19,6 +19,8 @@ std::string usage_text();
 int schedule_check_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int compile_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cache_ls_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int cache_gc_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int cache_clear_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int route_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int accuracy_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int tune_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

@@ -1,0 +1,132 @@
+// kdajit cache gc and cache clear on a scratch cache (--cache-dir): what they
+// remove, their output, --json and exit codes. The shared test cache is never
+// touched.
+#include "cache/disk_cache.hpp"
+#include "cache/list_entries.hpp"
+#include "cache/cache_test_support.hpp"
+#include "runtime/kernel_registry.hpp"
+#include "test_support.hpp"
+#include "tools/exit_codes.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+
+using namespace kda;
+using Catch::Contains;
+
+namespace {
+
+std::int64_t now_unix() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// A scratch cache with entries of the current generator and toolchain
+// (schedule "fresh", "week", "month": last used 0, 7 and 30 days ago) and one
+// of an older generator ("orphan"), 1,000-byte cubins each.
+struct ScratchCache {
+  ScratchCache() : config(cache::resolve_cache_config(cache::test::scratch_env(scratch))), cache(config) {
+    add("fresh", 0, false);
+    add("week", 7, false);
+    add("month", 30, false);
+    add("orphan", 1, true);
+  }
+
+  void add(const std::string& name, std::int64_t days, bool orphan) {
+    const cache::CurrentIdentity id = KernelRegistry::instance().current_identity();
+    cache::CacheKeyFields f = cache::test::sample_fields();
+    f.layout_version = id.layout_version;
+    f.abi_version = id.abi_version;
+    f.generator_id = orphan ? "kdajit-0.0.1-emit1-0000000000000000" : id.generator_id;
+    f.nvrtc_version = id.nvrtc_version;
+    f.shape_key = name;
+    cache::BuiltEntry built = cache::test::sample_built(std::string(1000, 'x'));
+    built.manifest.launch["schedule"] = name;
+    built.manifest.last_used_unix = now_unix() - days * 86'400;
+    built.manifest.created_unix = built.manifest.last_used_unix;
+    REQUIRE(cache.publish(cache::make_cache_key(f), built.manifest, built.cubin) == cache::PublishOutcome::published);
+  }
+
+  std::vector<std::string> schedules() const {
+    std::vector<std::string> out;
+    for (const cache::ListedEntry& e : cache::list_entries(*config.root)) {
+      out.push_back(e.manifest->launch.value("schedule", std::string()));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  cache::test::ScratchDir scratch;
+  cache::CacheConfig config;
+  cache::DiskCache cache;
+};
+
+std::uint64_t entry_bytes(const ScratchCache& c) {
+  return cache::list_entries(*c.config.root).front().bytes_on_disk;
+}
+
+} // namespace
+
+TEST_CASE("cache gc: the cap evicts the orphan first, then the least recently used", "[tools][cli][gc]") {
+  ScratchCache c;
+  const std::string root = *c.config.root;
+  const std::string cap = std::to_string(2 * entry_bytes(c));
+  const test::CliRun dry = test::run_kdajit({"cache", "gc", "--cache-dir", root, "--max-bytes", cap, "--dry-run"});
+  CHECK(dry.exit_code == tools::k_exit_ok);
+  CHECK_THAT(dry.out, Contains("would remove"));
+  CHECK_THAT(dry.out, Contains("  orphan sm_90a  "));
+  CHECK_THAT(dry.out, Contains("  month sm_90a  "));
+  CHECK_THAT(dry.out, Contains("orphan: generator kdajit-0.0.1-emit1-0000000000000000"));
+  CHECK_THAT(dry.out, Contains("over the cap, least recently used"));
+  CHECK_THAT(dry.out, Contains("would remove 2 entries"));
+  CHECK(c.schedules().size() == 4); // a dry run removes nothing
+
+  const test::CliRun run = test::run_kdajit({"cache", "gc", "--cache-dir", root, "--max-bytes", cap, "--json"});
+  CHECK(run.exit_code == tools::k_exit_ok);
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  CHECK(j["dry_run"] == false);
+  CHECK(j["entries_before"] == 4);
+  REQUIRE(j["removed"].size() == 2);
+  CHECK_THAT(j["removed"][0]["reason"].get<std::string>(), Contains("orphan"));
+  CHECK(j["bytes_after"].get<std::uint64_t>() <= 2 * entry_bytes(c));
+  CHECK(c.schedules() == std::vector<std::string>{"fresh", "week"});
+}
+
+TEST_CASE("cache gc: --orphans and --older-than", "[tools][cli][gc]") {
+  ScratchCache c;
+  const std::string root = *c.config.root;
+  CHECK(test::run_kdajit({"cache", "gc", "--cache-dir", root, "--orphans"}).exit_code == tools::k_exit_ok);
+  CHECK(c.schedules() == std::vector<std::string>{"fresh", "month", "week"});
+  const test::CliRun old = test::run_kdajit({"cache", "gc", "--cache-dir", root, "--older-than", "10"});
+  CHECK(old.exit_code == tools::k_exit_ok);
+  CHECK_THAT(old.out, Contains("unused for 30.0 days"));
+  CHECK(c.schedules() == std::vector<std::string>{"fresh", "week"});
+  // the default cap (2 GiB) keeps everything
+  CHECK_THAT(test::run_kdajit({"cache", "gc", "--cache-dir", root}).out, Contains("removed 0 entries"));
+}
+
+TEST_CASE("cache gc and clear: bad arguments are usage errors", "[tools][cli][gc]") {
+  ScratchCache c;
+  const std::string root = *c.config.root;
+  CHECK(test::run_kdajit({"cache", "gc", "--cache-dir", root, "--max-bytes", "lots"}).exit_code == tools::k_exit_usage);
+  CHECK(test::run_kdajit({"cache", "gc", "--cache-dir", root, "--older-than", "soon"}).exit_code ==
+        tools::k_exit_usage);
+  CHECK(test::run_kdajit({"cache", "gc", "--cache-dir", root + "/nope"}).exit_code == tools::k_exit_usage);
+  CHECK(test::run_kdajit({"cache", "clear", "extra"}).exit_code == tools::k_exit_usage);
+  CHECK(test::run_kdajit({"cache", "prune"}).exit_code == tools::k_exit_usage);
+  CHECK(c.schedules().size() == 4);
+}
+
+TEST_CASE("cache clear removes every entry", "[tools][cli][gc]") {
+  ScratchCache c;
+  const std::string root = *c.config.root;
+  const test::CliRun run = test::run_kdajit({"cache", "clear", "--cache-dir", root, "--json"});
+  CHECK(run.exit_code == tools::k_exit_ok);
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  CHECK(j["removed"] == 4);
+  CHECK(j["skipped"].empty());
+  CHECK(c.schedules().empty());
+  const test::CliRun listed = test::run_kdajit({"cache", "ls", "--cache-dir", root, "--json"});
+  CHECK(nlohmann::json::parse(listed.out)["entries"].empty());
+}

@@ -1,0 +1,25 @@
+#include "tools/cache_target.hpp"
+
+#include "runtime/kernel_registry.hpp"
+
+#include <filesystem>
+
+namespace kda::tools {
+
+CacheTarget cache_target(const ParsedArgs& parsed) {
+  const cache::CacheConfig& config = KernelRegistry::instance().disk_cache().config();
+  CacheTarget t;
+  t.lock_dir = config.lock_dir;
+  if (const std::optional<std::string> dir = parsed.option("--cache-dir")) {
+    if (!std::filesystem::is_directory(*dir)) {
+      throw UsageError("--cache-dir " + *dir + " is not a directory");
+    }
+    t.root = *dir;
+    return t;
+  }
+  t.root = config.root;
+  t.memory_only_reason = config.memory_only_warning;
+  return t;
+}
+
+} // namespace kda::tools
