@@ -1,4 +1,6 @@
-// kdajit cache ls [--cache-dir DIR] [--json]: the entries of the kernel cache directory.
+// kdajit cache ls [--target T] [--schedule S] [--stale] [--cache-dir DIR] [--json]: the entries of the
+// kernel cache directory (--stale: only those of another generator or toolchain, which gc --orphans removes).
+#include "cache/eviction.hpp"
 #include "cache/list_entries.hpp"
 #include "runtime/kernel_registry.hpp"
 #include "tools/args.hpp"
@@ -14,7 +16,7 @@ namespace kda::tools {
 
 int cache_ls_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   (void)err;
-  const ParsedArgs parsed = parse_args(args, {"--json"}, {"--cache-dir"});
+  const ParsedArgs parsed = parse_args(args, {"--json", "--stale"}, {"--cache-dir", "--target", "--schedule"});
   if (!parsed.positional.empty()) {
     throw UsageError("unexpected argument '" + parsed.positional.front() + "'");
   }
@@ -31,7 +33,15 @@ int cache_ls_command(const std::vector<std::string>& args, std::ostream& out, st
     out << fmt::format("{:<16}  {:<16} {:<8} {:<34} {:>9} {:>10}  {}\n", "key", "schedule", "target", "shape", "bytes",
                        "compile ms", "entry points (registers, spills)");
   }
+  const std::optional<std::string> only_target = parsed.option("--target");
+  const std::optional<std::string> only_schedule = parsed.option("--schedule");
+  const cache::CurrentIdentity current = KernelRegistry::instance().current_identity();
   for (const cache::ListedEntry& e : entries) {
+    if (e.manifest && ((only_target && e.manifest->key_fields.target != *only_target) ||
+                       (only_schedule && e.manifest->launch.value("schedule", std::string()) != *only_schedule) ||
+                       (parsed.has("--stale") && !cache::orphan_reason(*e.manifest, current)))) {
+      continue;
+    }
     if (!e.manifest) {
       out << fmt::format("{}: unreadable manifest ({})\n", e.dir, e.problem);
       listed.push_back({{"dir", e.dir}, {"problem", e.problem}});
@@ -55,6 +65,8 @@ int cache_ls_command(const std::vector<std::string>& args, std::ostream& out, st
                       {"bytes", e.bytes_on_disk},
                       {"compile_ms", m.compile_ms},
                       {"producer", cache::producer_name(m.producer)},
+                      {"last_used_unix", m.last_used_unix},
+                      {"stale", cache::orphan_reason(m, current).value_or("")},
                       {"dir", e.dir}});
   }
   if (parsed.has("--json")) {

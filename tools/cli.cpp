@@ -28,9 +28,17 @@ usage:
       Fill the kernel cache: compile (or find) each schedule for its targets
       (or the given ones) and one shape key. --all: every shipped schedule with
       a code generator. Prints each entry's key, time and resources.
-  kdajit cache ls [--cache-dir DIR] [--json]
+  kdajit cache ls [--target T] [--schedule S] [--stale] [--cache-dir DIR] [--json]
       List the kernel cache's entries (key, schedule, target, shape, size,
-      compile time, registers and spills per entry point).
+      compile time, registers and spills per entry point); --stale: only
+      those of another generator, ABI, cache layout or NVRTC.
+  kdajit cache show PREFIX [--log] [--source] [--cache-dir DIR] [--json]
+      One entry in detail (key fields, checksums, entry points and their
+      resources, launch, producer, times), found by a key prefix of at least
+      4 hex digits; --log and --source add the NVRTC log and the generated CUDA.
+  kdajit cache verify [--cache-dir DIR] [--json]
+      Check every entry: manifest, key (recomputed from its fields) and cubin
+      size and SHA-256. Exit 5 when one is bad.
   kdajit cache gc [--max-bytes N[K|M|G]] [--older-than DAYS] [--orphans] [--dry-run] [--cache-dir DIR] [--json]
       Evict entries: with --orphans those of another generator, ABI, cache
       layout or NVRTC; with --older-than those unused for longer; then, while
@@ -75,10 +83,11 @@ exit codes:
   2   bad command line (unknown command or option, missing value, unknown target)
   3   an input file cannot be read
   4   NVRTC or the CUDA driver failed
-  5   cache I/O failed
+  5   cache I/O failed, or cache verify found a bad entry
   6   a bad call argument (tensor shapes, dtypes, lower_bound, ...)
   7   the command needs a GPU and none is usable
   8   verify: the GPU result is outside the tolerances
+  9   cache show: no entry has that key prefix
   70  internal error (a bug in kdajit)
 )";
 
@@ -109,8 +118,14 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (sub == "clear") {
       return cache_clear_command(rest, out, err);
     }
-    throw UsageError(sub.empty() ? "'cache' needs a subcommand: ls, gc or clear"
-                                 : "unknown subcommand 'cache " + sub + "' (expected ls, gc or clear)");
+    if (sub == "show") {
+      return cache_show_command(rest, out, err);
+    }
+    if (sub == "verify") {
+      return cache_verify_command(rest, out, err);
+    }
+    throw UsageError(sub.empty() ? "'cache' needs a subcommand: ls, show, verify, gc or clear"
+                                 : "unknown subcommand 'cache " + sub + "' (expected ls, show, verify, gc or clear)");
   }
   if (args[0] == "accuracy") {
     return accuracy_command(std::vector<std::string>(args.begin() + 1, args.end()), out, err);

@@ -130,3 +130,53 @@ TEST_CASE("cache clear removes every entry", "[tools][cli][gc]") {
   const test::CliRun listed = test::run_kdajit({"cache", "ls", "--cache-dir", root, "--json"});
   CHECK(nlohmann::json::parse(listed.out)["entries"].empty());
 }
+
+TEST_CASE("cache ls filters, cache show and cache verify", "[tools][cli][gc]") {
+  ScratchCache c;
+  const std::string root = *c.config.root;
+  const nlohmann::json stale =
+      nlohmann::json::parse(test::run_kdajit({"cache", "ls", "--cache-dir", root, "--stale", "--json"}).out);
+  REQUIRE(stale["entries"].size() == 1);
+  CHECK(stale["entries"][0]["schedule"] == "orphan");
+  CHECK_THAT(stale["entries"][0]["stale"].get<std::string>(), Contains("orphan: generator"));
+  const nlohmann::json week =
+      nlohmann::json::parse(test::run_kdajit({"cache", "ls", "--cache-dir", root, "--schedule", "week", "--json"}).out);
+  REQUIRE(week["entries"].size() == 1);
+  const std::string key = week["entries"][0]["key"];
+  CHECK(nlohmann::json::parse(
+            test::run_kdajit({"cache", "ls", "--cache-dir", root, "--target", "sm_100a", "--json"}).out)["entries"]
+            .empty());
+
+  const test::CliRun shown = test::run_kdajit({"cache", "show", key.substr(0, 12), "--cache-dir", root, "--log"});
+  CHECK(shown.exit_code == tools::k_exit_ok);
+  CHECK_THAT(shown.out, Contains("entry " + key));
+  CHECK_THAT(shown.out, Contains("schedule week  target sm_90a  shape week"));
+  CHECK_THAT(shown.out, Contains("entry kda_prefill_test {\"registers\":128"));
+  CHECK_THAT(shown.out, Contains("== compile.log\n(none)")); // the scratch entries were published without a log
+  const nlohmann::json j =
+      nlohmann::json::parse(test::run_kdajit({"cache", "show", key.substr(0, 8), "--cache-dir", root, "--json"}).out);
+  CHECK(j["manifest"]["key"] == key);
+  CHECK(test::run_kdajit({"cache", "show", "ffff0000", "--cache-dir", root}).exit_code == tools::k_exit_not_found);
+  CHECK(test::run_kdajit({"cache", "show", "xyz", "--cache-dir", root}).exit_code == tools::k_exit_usage);
+  CHECK(test::run_kdajit({"cache", "show", "--cache-dir", root}).exit_code == tools::k_exit_usage);
+
+  const test::CliRun ok = test::run_kdajit({"cache", "verify", "--cache-dir", root});
+  CHECK(ok.exit_code == tools::k_exit_ok);
+  CHECK_THAT(ok.out, Contains("4 entries checked, 0 bad"));
+  // a flipped byte in one cubin
+  const std::string cubin = std::string(week["entries"][0]["dir"]) + "/kernel.cubin";
+  std::string bytes = cache::test::read_text_file(cubin);
+  bytes[10] ^= 1;
+  cache::test::write_text(cubin, bytes);
+  const test::CliRun bad = test::run_kdajit({"cache", "verify", "--cache-dir", root, "--json"});
+  CHECK(bad.exit_code == tools::k_exit_cache);
+  const nlohmann::json v = nlohmann::json::parse(bad.out);
+  CHECK(v["bad"] == 1);
+  bool flagged = false;
+  for (const auto& e : v["entries"]) {
+    if (e["key"] == key) {
+      flagged = e["ok"] == false && e["problem"].get<std::string>().find("checksum") != std::string::npos;
+    }
+  }
+  CHECK(flagged);
+}
