@@ -24,10 +24,19 @@ usage:
       Print the CUDA source generated for a schedule (a shipped name or a
       file), target and shape key; with --plan, the entry points and launch
       geometry instead.
+  kdajit repro --schedule S --target T [--state bf16|fp32] [--layout fixed|packed] [--out DIR] [--json]
+      Write the generated CUDA source, the exact NVRTC options kdajit uses
+      (one per line) and a script that replays the compile with libnvrtc
+      (<name>.replay.py: writes the cubin and the log), so a compile can be
+      reproduced outside kdajit.
   kdajit compile (--schedule S... | --all) [--target T]... [--state bf16|fp32] [--layout fixed|packed] [--json]
       Fill the kernel cache: compile (or find) each schedule for its targets
       (or the given ones) and one shape key. --all: every shipped schedule with
       a code generator. Prints each entry's key, time and resources.
+  kdajit env [--json]
+      Versions (kdajit, generator, NVRTC, driver), devices with CC, SM count
+      and where a call would be routed, the cache and lock directories with
+      every candidate's verdict, the kdajit variables set, and the bundles.
   kdajit cache ls [--target T] [--schedule S] [--stale] [--cache-dir DIR] [--json]
       List the kernel cache's entries (key, schedule, target, shape, size,
       compile time, registers and spills per entry point); --stale: only
@@ -126,6 +135,12 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
     }
     throw UsageError(sub.empty() ? "'cache' needs a subcommand: ls, show, verify, gc or clear"
                                  : "unknown subcommand 'cache " + sub + "' (expected ls, show, verify, gc or clear)");
+  }
+  if (args[0] == "repro") {
+    return repro_command(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
+  }
+  if (args[0] == "env") {
+    return env_command(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   }
   if (args[0] == "accuracy") {
     return accuracy_command(std::vector<std::string>(args.begin() + 1, args.end()), out, err);

@@ -21,6 +21,8 @@ int compile_command(const std::vector<std::string>& args, std::ostream& out, std
 int cache_ls_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cache_gc_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cache_clear_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int repro_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int env_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cache_show_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cache_verify_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int route_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

@@ -18,7 +18,6 @@
 
 namespace kda::tools {
 
-Schedule schedule_by_name_or_file(const std::string& name_or_path);
 
 namespace {
 

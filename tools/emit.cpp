@@ -17,16 +17,6 @@
 
 namespace kda::tools {
 
-Schedule schedule_by_name_or_file(const std::string& name_or_path) {
-  if (const Schedule* s = find_shipped_schedule(name_or_path)) {
-    return *s;
-  }
-  if (name_or_path.find('/') == std::string::npos && name_or_path.find(".json") == std::string::npos) {
-    throw UsageError("no shipped schedule is named '" + name_or_path + "' (or give a path to a .json file)");
-  }
-  return read_schedule(name_or_path);
-}
-
 int emit_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   (void)err;
   std::set<std::string> options = shape_option_names();

@@ -1,5 +1,8 @@
 #include "tools/schedule_inputs.hpp"
 
+#include "compiler/schedule_library.hpp"
+#include "tools/args.hpp"
+
 #include "tools/args.hpp"
 
 #include <filesystem>
@@ -7,6 +10,16 @@
 #include <sstream>
 
 namespace kda::tools {
+
+Schedule schedule_by_name_or_file(const std::string& name_or_path) {
+  if (const Schedule* s = find_shipped_schedule(name_or_path)) {
+    return *s;
+  }
+  if (name_or_path.find('/') == std::string::npos && name_or_path.find(".json") == std::string::npos) {
+    throw UsageError("no shipped schedule is named '" + name_or_path + "' (or give a path to a .json file)");
+  }
+  return read_schedule(name_or_path);
+}
 
 Schedule read_schedule(const std::string& path) {
   std::error_code ec;

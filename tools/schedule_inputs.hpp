@@ -26,6 +26,10 @@ public:
 /// ScheduleError when it does not parse.
 Schedule read_schedule(const std::string& path);
 
+/// A shipped schedule by name, else a schedule file (a path or a *.json name);
+/// UsageError for a bare name that is neither.
+Schedule schedule_by_name_or_file(const std::string& name_or_path);
+
 /// `--target T` when given (unknown T is a UsageError), else every known target
 /// the schedule lists. Empty when the schedule lists no known target.
 std::vector<Target> targets_to_check(const Schedule& schedule, const std::optional<std::string>& target_option);

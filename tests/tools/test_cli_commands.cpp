@@ -5,6 +5,8 @@
 #include "tools/exit_codes.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 using namespace kda;
@@ -80,4 +82,31 @@ TEST_CASE("emit --plan lists the entry points of a plan", "[tools][cli]") {
   CHECK_THAT(run.out, Contains("kda_prefill_portable_c16_m64_chunk_offsets"));
   CHECK_THAT(run.out, Contains("kda_prefill_portable_c16_m64_recurrence: 128 threads"));
   CHECK(test::run_kdajit({"emit", "--schedule", "nope", "--target", "sm_90"}).exit_code == tools::k_exit_usage);
+}
+
+TEST_CASE("env --json: versions, devices, cache directories, variables in effect", "[tools][cli]") {
+  ::setenv("KDAJIT_MAX_BYTES", "3G", 1); // read by `cache gc` only
+  const test::CliRun run = test::run_kdajit({"env", "--json"});
+  REQUIRE(run.exit_code == tools::k_exit_ok);
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  CHECK(j["kdajit"]["generator_id"].get<std::string>().rfind("kdajit-", 0) == 0);
+  CHECK((j["nvrtc"].contains("version") || j["nvrtc"].contains("error")));
+  CHECK(j["driver"].contains("available"));
+  CHECK(j["devices"].is_array());
+  if (!j["driver"]["available"].get<bool>()) {
+    CHECK(j["devices"].empty()); // CI: no GPU
+  } else {
+    for (const auto& d : j["devices"]) {
+      CHECK(d.contains("cc"));
+      CHECK(d.contains("routes_to"));
+    }
+  }
+  CHECK(j["cache"].contains("root_candidates"));
+  CHECK(j["environment"]["KDAJIT_MAX_BYTES"] == "3G");
+  CHECK(j["bundles"].empty());
+  const test::CliRun text = test::run_kdajit({"env"});
+  ::unsetenv("KDAJIT_MAX_BYTES");
+  CHECK_THAT(text.out, Contains("cache: "));
+  CHECK_THAT(text.out, Contains("KDAJIT_MAX_BYTES=3G"));
+  CHECK(test::run_kdajit({"env", "extra"}).exit_code == tools::k_exit_usage);
 }
