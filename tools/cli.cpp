@@ -20,7 +20,7 @@ usage:
   kdajit schedule explain FILE... [--target T] [--json]
       Print the resolved SMEM layout of each kernel (offsets, sizes, lifetimes,
       aliases, totals against the target's limit) and the TMEM columns.
-  kdajit emit --schedule S --target T [--state bf16|fp32] [--layout fixed|packed] [--plan]
+  kdajit emit --schedule S --target T [--state bf16|fp32] [--layout fixed|packed] [--plan] [--json]
       Print the CUDA source generated for a schedule (a shipped name or a
       file), target and shape key; with --plan, the entry points and launch
       geometry instead.
@@ -57,7 +57,7 @@ usage:
   kdajit cache clear [--cache-dir DIR] [--json]
       Remove every entry (except one being built or published right now).
   kdajit route [--cc X.Y [--sms N] [--nvrtc X.Y]] [--layout L] [--state D] [--heads H] [--sequences N]
-               [--lower-bound LB] [--schedule S | --family F]
+               [--lower-bound LB] [--schedule S | --family F] [--json]
       Explain which shipped schedule and target a call gets, on the current
       GPU or on a simulated device (eligibility, target rule, tuning table).
   kdajit verify [--seqlens a,b,... | --fixed B,T] [--heads H] [--state bf16|fp32]

@@ -21,7 +21,7 @@ int emit_command(const std::vector<std::string>& args, std::ostream& out, std::o
   (void)err;
   std::set<std::string> options = shape_option_names();
   options.insert({"--schedule", "--target"});
-  const ParsedArgs parsed = parse_args(args, {"--plan"}, options);
+  const ParsedArgs parsed = parse_args(args, {"--plan", "--json"}, options);
   if (!parsed.positional.empty()) {
     throw UsageError("unexpected argument '" + parsed.positional.front() + "'");
   }
@@ -33,6 +33,22 @@ int emit_command(const std::vector<std::string>& args, std::ostream& out, std::o
   const Schedule schedule = schedule_by_name_or_file(*schedule_name);
   try {
     const KernelPlan plan = lower(validate(schedule, *target), shape_from_options(parsed));
+    if (parsed.has("--json")) {
+      const CudaSource source = emit_cuda(plan);
+      nlohmann::json entries = nlohmann::json::array();
+      for (const EntryPlan& e : plan.entries) {
+        entries.push_back({{"entry", e.entry_name},
+                           {"threads", e.launch.threads},
+                           {"dynamic_smem", e.launch.dynamic_smem},
+                           {"stages", e.pipeline.stages}});
+      }
+      nlohmann::json j{{"file_name", source.file_name}, {"entries", entries}};
+      if (!parsed.has("--plan")) {
+        j["source"] = source.text;
+      }
+      out << j.dump(2) << "\n";
+      return k_exit_ok;
+    }
     if (parsed.has("--plan")) {
       for (const EntryPlan& e : plan.entries) {
         out << fmt::format("{}: {} threads, {} B dynamic SMEM, {} stage(s)\n", e.entry_name, e.launch.threads,

@@ -36,7 +36,7 @@ std::pair<int, int> parse_version(const std::string& text, const char* option) {
 int route_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::set<std::string> options = shape_option_names();
   options.insert({"--cc", "--sms", "--heads", "--sequences", "--schedule", "--nvrtc", "--lower-bound", "--family"});
-  const ParsedArgs parsed = parse_args(args, {}, options);
+  const ParsedArgs parsed = parse_args(args, {"--json"}, options);
   DeviceDescription device;
   if (const std::optional<std::string> cc = parsed.option("--cc")) {
     std::tie(device.cc_major, device.cc_minor) = parse_version(*cc, "--cc");
@@ -46,7 +46,9 @@ int route_command(const std::vector<std::string>& args, std::ostream& out, std::
     device.cc_major = info.cc_major;
     device.cc_minor = info.cc_minor;
     device.sm_count = info.sm_count;
-    out << info.to_string() << "\n";
+    if (!parsed.has("--json")) {
+      out << info.to_string() << "\n";
+    }
   } else {
     err << "kdajit route: no GPU (" << runtime::driver_status().to_string() << "); give --cc X.Y to simulate one\n";
     return k_exit_usage;
@@ -79,6 +81,22 @@ int route_command(const std::vector<std::string>& args, std::ostream& out, std::
   const TuningTable table = routing_tuning_table(table_path);
   request.tuning = &table;
   const RouteDecision d = route(shipped_schedules(), device, problem, request);
+  if (parsed.has("--json")) {
+    out << nlohmann::json{{"cc", fmt::format("{}.{}", device.cc_major, device.cc_minor)},
+                          {"sms", device.sm_count},
+                          {"nvrtc", fmt::format("{}.{}", device.nvrtc_major, device.nvrtc_minor)},
+                          {"layout", to_string(problem.layout)},
+                          {"state", to_string(problem.state_dtype)},
+                          {"sequences", problem.num_seqs},
+                          {"heads", problem.heads},
+                          {"schedule", d.schedule->name},
+                          {"target", d.target.name},
+                          {"shape", d.shape.canonical()},
+                          {"explanation", d.explanation}}
+                .dump(2)
+        << "\n";
+    return k_exit_ok;
+  }
   out << fmt::format("CC {}.{}, {} SMs, NVRTC {}.{}; {} layout, {} state, {} sequences x {} heads\n", device.cc_major,
                      device.cc_minor, device.sm_count, device.nvrtc_major, device.nvrtc_minor, to_string(problem.layout),
                      to_string(problem.state_dtype), problem.num_seqs, problem.heads)

@@ -110,3 +110,20 @@ TEST_CASE("env --json: versions, devices, cache directories, variables in effect
   CHECK_THAT(text.out, Contains("KDAJIT_MAX_BYTES=3G"));
   CHECK(test::run_kdajit({"env", "extra"}).exit_code == tools::k_exit_usage);
 }
+
+TEST_CASE("route --json and emit --json", "[tools][cli]") {
+  const test::CliRun r = test::run_kdajit({"route", "--cc", "9.0", "--sms", "132", "--heads", "96", "--json"});
+  REQUIRE(r.exit_code == tools::k_exit_ok);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["schedule"] == "sm90_wgmma_c32");
+  CHECK(j["target"] == "sm_90a");
+  CHECK_THAT(j["explanation"].get<std::string>(), Contains("chosen: sm90_wgmma_c32 on sm_90a"));
+  const test::CliRun e =
+      test::run_kdajit({"emit", "--schedule", "portable_c16", "--target", "sm_90", "--plan", "--json"});
+  REQUIRE(e.exit_code == tools::k_exit_ok);
+  const nlohmann::json p = nlohmann::json::parse(e.out);
+  CHECK(p["file_name"] == "kda_prefill_portable_c16.sm_90.d128.in_bf16.state_bf16.fixed.cu");
+  REQUIRE(p["entries"].size() == 2);
+  CHECK(p["entries"][1]["entry"] == "kda_prefill_portable_c16_recurrence");
+  CHECK_FALSE(p.contains("source"));
+}
