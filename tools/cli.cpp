@@ -45,6 +45,11 @@ usage:
       One entry in detail (key fields, checksums, entry points and their
       resources, launch, producer, times), found by a key prefix of at least
       4 hex digits; --log and --source add the NVRTC log and the generated CUDA.
+  kdajit cache explain SCHEDULE --target T [--state bf16|fp32] [--layout fixed|packed] [--cache-dir DIR] [--json]
+      The cache key a compile of SCHEDULE (a shipped name or a file) would
+      have, field by field, and whether the cache holds it; if not, the
+      nearest entry and how each differing key field differs. Exit 9 when
+      absent.
   kdajit cache verify [--cache-dir DIR] [--json]
       Check every entry: manifest, key (recomputed from its fields) and cubin
       size and SHA-256. Exit 5 when one is bad.
@@ -96,7 +101,7 @@ exit codes:
   6   a bad call argument (tensor shapes, dtypes, lower_bound, ...)
   7   the command needs a GPU and none is usable
   8   verify: the GPU result is outside the tolerances
-  9   cache show: no entry has that key prefix
+  9   cache show / cache explain: no entry has that key
   70  internal error (a bug in kdajit)
 )";
 
@@ -133,8 +138,11 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
     if (sub == "verify") {
       return cache_verify_command(rest, out, err);
     }
-    throw UsageError(sub.empty() ? "'cache' needs a subcommand: ls, show, verify, gc or clear"
-                                 : "unknown subcommand 'cache " + sub + "' (expected ls, show, verify, gc or clear)");
+    if (sub == "explain") {
+      return cache_explain_command(rest, out, err);
+    }
+    throw UsageError(sub.empty() ? "'cache' needs a subcommand: ls, show, explain, verify, gc or clear"
+                                 : "unknown subcommand 'cache " + sub + "' (expected ls, show, explain, verify, gc or clear)");
   }
   if (args[0] == "repro") {
     return repro_command(std::vector<std::string>(args.begin() + 1, args.end()), out, err);

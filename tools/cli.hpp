@@ -23,6 +23,7 @@ int cache_gc_command(const std::vector<std::string>& args, std::ostream& out, st
 int cache_clear_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int repro_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int env_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int cache_explain_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cache_show_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cache_verify_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int route_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

@@ -14,7 +14,7 @@ enum ExitCode : int {
   k_exit_tensor = 6,           ///< a bad call argument (TensorError)
   k_exit_no_device = 7,        ///< the command needs a GPU and none is usable
   k_exit_verification_failed = 8, ///< `verify`: the GPU result is outside the tolerances
-  k_exit_not_found = 9,        ///< `cache show`: no entry has that key prefix
+  k_exit_not_found = 9,        ///< `cache show` / `cache explain`: no entry has that key
   k_exit_internal = 70,        ///< a bug in kdajit (InternalError or an unexpected exception)
 };
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <filesystem>
 
 using namespace kda;
 using Catch::Contains;
@@ -179,4 +180,44 @@ TEST_CASE("cache ls filters, cache show and cache verify", "[tools][cli][gc]") {
     }
   }
   CHECK(flagged);
+}
+
+TEST_CASE("cache explain: present, or the nearest entry and its differing key fields", "[tools][cli][gc]") {
+  // one real entry (portable_c16, sm_90, bf16 state, fixed layout) copied into a scratch cache
+  const test::CliRun compiled =
+      test::run_kdajit({"compile", "--schedule", "portable_c16", "--target", "sm_90", "--json"});
+  REQUIRE(compiled.exit_code == tools::k_exit_ok);
+  const nlohmann::json c = nlohmann::json::parse(compiled.out.substr(compiled.out.find('{')));
+  const std::string key = c["results"][0]["key"];
+  std::string source_dir;
+  const nlohmann::json listed = nlohmann::json::parse(test::run_kdajit({"cache", "ls", "--json"}).out);
+  for (const auto& e : listed["entries"]) {
+    if (e.value("key", std::string()) == key) {
+      source_dir = e["dir"];
+    }
+  }
+  REQUIRE_FALSE(source_dir.empty());
+  cache::test::ScratchDir s;
+  const std::string root = s / "cache";
+  const std::string shard = root + "/v1/entries/" + key.substr(0, 2);
+  std::filesystem::create_directories(shard);
+  std::filesystem::copy(source_dir, shard + "/" + key, std::filesystem::copy_options::recursive);
+
+  const test::CliRun present =
+      test::run_kdajit({"cache", "explain", "portable_c16", "--target", "sm_90", "--cache-dir", root});
+  CHECK(present.exit_code == tools::k_exit_ok);
+  CHECK_THAT(present.out, Contains("key " + key));
+  CHECK_THAT(present.out, Contains("present: "));
+
+  const test::CliRun absent = test::run_kdajit(
+      {"cache", "explain", "portable_c16", "--target", "sm_90", "--state", "fp32", "--cache-dir", root, "--json"});
+  CHECK(absent.exit_code == tools::k_exit_not_found);
+  const nlohmann::json j = nlohmann::json::parse(absent.out);
+  CHECK(j["present"] == false);
+  CHECK(j["key_fields"]["shape_key"] == "d128.in_bf16.state_fp32.fixed");
+  REQUIRE(j["nearest"]["differences"].size() == 1);
+  CHECK(j["nearest"]["key"] == key);
+  CHECK(j["nearest"]["differences"][0]["field"] == "shape_key");
+  CHECK(j["nearest"]["differences"][0]["entry"] == "d128.in_bf16.state_bf16.fixed");
+  CHECK(test::run_kdajit({"cache", "explain", "portable_c16"}).exit_code == tools::k_exit_usage);
 }
