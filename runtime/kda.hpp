@@ -64,4 +64,11 @@ PrefillResult recurrent_kda_prefill(const PrefillArgs& args, const PrefillOption
 /// Why the router picks what it picks for this call, without running it.
 std::string explain_prefill_route(const PrefillArgs& args, const PrefillOptions& options = {});
 
+/// Serves the kernels of a bundle (`kdajit aot build`) before the disk cache
+/// and NVRTC, as KDAJIT_BUNDLE_PATH does at start-up. Entries of another
+/// generator, argument ABI or cache layout are skipped with one warning on
+/// stderr. Returns how many entries it registered; throws CacheError for an
+/// unreadable, corrupt or truncated bundle.
+std::size_t register_kernel_bundle(const std::string& path);
+
 } // namespace kda

@@ -11,6 +11,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
 namespace kda {
 namespace {
 
@@ -62,12 +68,100 @@ cache::BuiltEntry build_kernel(const KernelPlan& plan, const std::vector<std::st
 
 } // namespace
 
-KernelRegistry::KernelRegistry()
-    : m_cache(std::make_unique<cache::DiskCache>(cache::CacheConfig::from_environment())) {}
+KernelRegistry::KernelRegistry(cache::CacheConfig config)
+    : m_cache(std::make_unique<cache::DiskCache>(std::move(config))) {}
 
 KernelRegistry& KernelRegistry::instance() {
-  static KernelRegistry k_registry;
+  static KernelRegistry& k_registry = *[] {
+    auto* r = new KernelRegistry(cache::CacheConfig::from_environment());
+    // KDAJIT_BUNDLE_PATH: bundle files, or directories of *.kdab, separated by ':'
+    if (const char* paths = std::getenv("KDAJIT_BUNDLE_PATH"); paths != nullptr) {
+      std::stringstream list(paths);
+      for (std::string item; std::getline(list, item, ':');) {
+        std::vector<std::string> files;
+        if (std::filesystem::is_directory(item)) {
+          for (const auto& f : std::filesystem::directory_iterator(item)) {
+            if (f.path().extension() == ".kdab") {
+              files.push_back(f.path().string());
+            }
+          }
+          std::sort(files.begin(), files.end());
+        } else if (!item.empty()) {
+          files.push_back(item);
+        }
+        for (const std::string& f : files) {
+          try {
+            r->register_bundle(f, &std::cerr);
+          } catch (const CacheError& e) {
+            std::cerr << "kdajit: warning: KDAJIT_BUNDLE_PATH: " << e.what() << " (skipped)\n";
+          }
+        }
+      }
+    }
+    if (const char* off = std::getenv("KDAJIT_DISABLE_JIT"); off != nullptr && std::string(off) == "1") {
+      r->set_jit_enabled(false);
+    }
+    return r;
+  }();
   return k_registry;
+}
+
+std::size_t KernelRegistry::register_bundle(const std::string& path, std::ostream* warnings) {
+  auto bundle = std::make_shared<const cache::Bundle>(cache::Bundle::read(path));
+  const cache::CurrentIdentity now = current_identity();
+  const cache::BundleIdentity& id = bundle->identity();
+  if (id.generator_id != now.generator_id || id.abi_version != now.abi_version ||
+      id.layout_version != now.layout_version) {
+    if (warnings != nullptr) {
+      *warnings << fmt::format("kdajit: warning: bundle {}: {} entr{} built by generator {} (ABI {}, layout {}); this "
+                               "is {} (ABI {}, layout {}): skipped\n",
+                               path, bundle->entries().size(), bundle->entries().size() == 1 ? "y" : "ies",
+                               id.generator_id, id.abi_version, id.layout_version,
+                               now.generator_id, now.abi_version, now.layout_version);
+    }
+    return 0;
+  }
+  std::lock_guard lock(m_mutex);
+  m_bundles.push_back(bundle);
+  return bundle->entries().size();
+}
+
+std::vector<std::pair<std::string, std::size_t>> KernelRegistry::bundles() {
+  std::lock_guard lock(m_mutex);
+  std::vector<std::pair<std::string, std::size_t>> out;
+  for (const auto& b : m_bundles) {
+    out.emplace_back(b->source(), b->entries().size());
+  }
+  return out;
+}
+
+bool KernelRegistry::jit_enabled() {
+  std::lock_guard lock(m_mutex);
+  return m_jit_enabled;
+}
+
+void KernelRegistry::set_jit_enabled(bool enabled) {
+  std::lock_guard lock(m_mutex);
+  m_jit_enabled = enabled;
+}
+
+std::shared_ptr<const cache::CacheEntry> KernelRegistry::from_bundles(const cache::CacheKey& key) {
+  std::vector<std::shared_ptr<const cache::Bundle>> bundles;
+  {
+    std::lock_guard lock(m_mutex);
+    bundles = m_bundles;
+  }
+  for (const auto& b : bundles) {
+    if (const cache::BundleEntry* e = b->find(key.hex())) {
+      auto entry = std::make_shared<cache::CacheEntry>();
+      entry->manifest = e->manifest;
+      entry->cubin = b->cubin(*e); // SHA-256 checked
+      std::lock_guard lock(m_mutex);
+      ++m_bundle_hits;
+      return entry;
+    }
+  }
+  return nullptr;
 }
 
 const std::string& KernelRegistry::nvrtc_version() {
@@ -107,7 +201,27 @@ std::shared_ptr<const PreparedKernel> KernelRegistry::prepare(const Schedule& sc
   const std::vector<std::string> options = runtime::default_compile_options(target);
   const cache::CacheKey key =
       cache::make_cache_key(kernel_key_fields(schedule, target, shape, nvrtc_version(), options, plan.abi.version));
-  cache::CacheEntryPtr entry = m_cache->get_or_build(key, [&] { return build_kernel(plan, options); });
+  cache::CacheEntryPtr entry = from_bundles(key);
+  bool jit = true;
+  {
+    std::lock_guard lock(m_mutex);
+    jit = m_jit_enabled;
+  }
+  if (!entry && !jit) {
+    cache::LookupResult found = m_cache->lookup(key);
+    if (!found.hit()) {
+      throw ToolchainError(fmt::format(
+          "kernel {} ({} on {}, shape {}) is in no registered bundle and not in the kernel cache, and JIT is off "
+          "(KDAJIT_DISABLE_JIT=1): build it with `kdajit compile --schedule {} --target {} --state {} --layout {}` "
+          "or into a bundle with `kdajit aot build --plan PLAN --out DIR` (then KDAJIT_BUNDLE_PATH=DIR)",
+          key.short_id(), schedule.name, target.name, shape.canonical(), schedule.name, target.name,
+          to_string(shape.state_dtype), to_string(shape.layout)));
+    }
+    entry = found.entry;
+  }
+  if (!entry) {
+    entry = m_cache->get_or_build(key, [&] { return build_kernel(plan, options); });
+  }
   auto prepared = std::make_shared<const PreparedKernel>(PreparedKernel{std::move(plan), key, std::move(entry)});
   std::lock_guard lock(m_mutex);
   return m_prepared.emplace(memo, prepared).first->second;

@@ -1,10 +1,15 @@
 /// \file
-/// Where kernels come from at run time: the in-memory table, then the disk
+/// Where kernels come from at run time, in this order: the in-memory table,
+/// the registered bundles (KDAJIT_BUNDLE_PATH, register_bundle()), the disk
 /// cache, then NVRTC (single-flight per key across threads and processes, in
-/// cache::DiskCache::get_or_build). Emission runs only on a miss of both
-/// tables. Loaded modules are kept per CUDA context.
+/// cache::DiskCache::get_or_build). With JIT off (KDAJIT_DISABLE_JIT=1, or
+/// set_jit_enabled(false)) the last step is a ToolchainError naming the key
+/// and the command that would build it. Bundle entries of another generator,
+/// argument ABI or cache layout are skipped with one warning per bundle.
+/// Loaded modules are kept per CUDA context.
 #pragma once
 
+#include "cache/bundle.hpp"
 #include "cache/disk_cache.hpp"
 #include "cache/eviction.hpp"
 #include "compiler/kernel_plan.hpp"
@@ -14,7 +19,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <ostream>
 #include <string>
+#include <vector>
 
 namespace kda {
 
@@ -26,8 +33,24 @@ struct PreparedKernel {
 
 class KernelRegistry {
 public:
-  /// The process-wide registry (cache directory from the environment).
+  /// The process-wide registry (cache directory, bundles and the JIT switch
+  /// from the environment).
   static KernelRegistry& instance();
+
+  /// A registry of its own (tests, tools): no bundles, JIT on.
+  explicit KernelRegistry(cache::CacheConfig config);
+
+  /// Serves the bundle's entries (those of this generator, ABI and cache
+  /// layout) before the disk cache. Throws CacheError for an unreadable or
+  /// corrupt bundle. Returns how many entries it registered.
+  std::size_t register_bundle(const std::string& path, std::ostream* warnings = nullptr);
+  /// Whether a miss of every table may compile with NVRTC.
+  void set_jit_enabled(bool enabled);
+  /// Kernels served from bundles so far.
+  std::size_t bundle_hits() const { return m_bundle_hits; }
+  /// The registered bundles: (path, entries).
+  std::vector<std::pair<std::string, std::size_t>> bundles();
+  bool jit_enabled();
 
   /// The compiled kernel for (schedule, target, shape): no GPU needed.
   std::shared_ptr<const PreparedKernel> prepare(const Schedule& schedule, const Target& target,
@@ -46,13 +69,17 @@ public:
   cache::CurrentIdentity current_identity();
 
 private:
-  KernelRegistry();
+  std::shared_ptr<const cache::CacheEntry> from_bundles(const cache::CacheKey& key);
+
 
   std::mutex m_mutex;
   std::unique_ptr<cache::DiskCache> m_cache;
   std::map<std::string, std::shared_ptr<const PreparedKernel>> m_prepared;
   std::map<std::pair<void*, std::string>, std::unique_ptr<runtime::LoadedModule>> m_modules;
   std::string m_nvrtc_version;
+  std::vector<std::shared_ptr<const cache::Bundle>> m_bundles;
+  bool m_jit_enabled = true;
+  std::size_t m_bundle_hits = 0;
 };
 
 } // namespace kda

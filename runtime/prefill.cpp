@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iostream>
 #include <map>
 #include <mutex>
 
@@ -288,6 +289,10 @@ void* DeviceBuffer::detach() {
   void* d = m_data;
   m_data = nullptr;
   return d;
+}
+
+std::size_t register_kernel_bundle(const std::string& path) {
+  return KernelRegistry::instance().register_bundle(path, &std::cerr);
 }
 
 std::string explain_prefill_route(const PrefillArgs& args, const PrefillOptions& options) {

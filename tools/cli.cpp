@@ -24,6 +24,12 @@ usage:
       Print the CUDA source generated for a schedule (a shipped name or a
       file), target and shape key; with --plan, the entry points and launch
       geometry instead.
+  kdajit aot build --plan PLAN.json --out DIR [--jobs N] [--json]
+      Compile a plan (schedules x targets x shape keys; aot/all-shipped.json is
+      every shipped schedule for all its targets) in parallel and write
+      DIR/kdajit.kdab (a bundle the runtime serves before the disk cache and
+      NVRTC: KDAJIT_BUNDLE_PATH=DIR or register_kernel_bundle()) and a fatbin
+      per module (DIR/fatbin/, a cubin per target, made with fatbinary).
   kdajit repro --schedule S --target T [--state bf16|fp32] [--layout fixed|packed] [--out DIR] [--json]
       Write the generated CUDA source, the exact NVRTC options kdajit uses
       (one per line) and a script that replays the compile with libnvrtc
@@ -146,6 +152,12 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   if (args[0] == "repro") {
     return repro_command(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
+  }
+  if (args[0] == "aot") {
+    if (args.size() < 2 || args[1] != "build") {
+      throw UsageError("'aot' has one subcommand: build");
+    }
+    return aot_build_command(std::vector<std::string>(args.begin() + 2, args.end()), out, err);
   }
   if (args[0] == "env") {
     return env_command(std::vector<std::string>(args.begin() + 1, args.end()), out, err);

@@ -22,6 +22,7 @@ int cache_ls_command(const std::vector<std::string>& args, std::ostream& out, st
 int cache_gc_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cache_clear_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int repro_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int aot_build_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int env_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cache_explain_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int cache_show_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

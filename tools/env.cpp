@@ -26,8 +26,9 @@ namespace kda::tools {
 namespace {
 
 // Variables kdajit reads besides the cache's own (cache_environment_variables).
-constexpr const char* k_other_variables[] = {"KDAJIT_TUNE_FILE",      "KDAJIT_MAX_BYTES",     "KDAJIT_PREPARE_LEAD",
-                                             "KDAJIT_NVRTC_LIBRARY",  "CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING"};
+constexpr const char* k_other_variables[] = {"KDAJIT_TUNE_FILE",     "KDAJIT_MAX_BYTES",     "KDAJIT_PREPARE_LEAD",
+                                             "KDAJIT_NVRTC_LIBRARY", "KDAJIT_BUNDLE_PATH",   "KDAJIT_DISABLE_JIT",
+                                             "CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING"};
 
 nlohmann::json variables_in_effect() {
   nlohmann::json vars = nlohmann::json::object();
@@ -105,7 +106,11 @@ int env_command(const std::vector<std::string>& args, std::ostream& out, std::os
   j["devices"] = devices;
   j["cache"] = KernelRegistry::instance().disk_cache().config().to_json();
   j["environment"] = variables_in_effect();
-  j["bundles"] = nlohmann::json::array(); // AOT bundles are not implemented yet (issue 6)
+  j["bundles"] = nlohmann::json::array();
+  for (const auto& [path, entries] : KernelRegistry::instance().bundles()) {
+    j["bundles"].push_back({{"path", path}, {"entries", entries}});
+  }
+  j["jit"] = KernelRegistry::instance().jit_enabled();
   if (parsed.has("--json")) {
     out << j.dump(2) << "\n";
     return k_exit_ok;
@@ -135,7 +140,15 @@ int env_command(const std::vector<std::string>& args, std::ostream& out, std::os
   for (const auto& [name, value] : j["environment"].items()) {
     out << "  " << name << "=" << value.get<std::string>() << "\n";
   }
-  out << "bundles: none (AOT bundles are not implemented yet)\n";
+  out << "bundles:";
+  if (j["bundles"].empty()) {
+    out << " none (KDAJIT_BUNDLE_PATH, register_kernel_bundle())";
+  }
+  out << "\n";
+  for (const auto& b : j["bundles"]) {
+    out << "  " << b["path"].get<std::string>() << " (" << b["entries"].get<std::size_t>() << " kernels)\n";
+  }
+  out << "JIT: " << (j["jit"].get<bool>() ? "on" : "off (KDAJIT_DISABLE_JIT=1)") << "\n";
   return k_exit_ok;
 }
 

@@ -1,0 +1,235 @@
+// kdajit aot build --plan PLAN.json --out DIR [--jobs N] [--json]
+// Compiles a plan (schedules x targets x shape keys) in parallel, with a
+// progress line per kernel, and writes into DIR:
+//   kdajit.kdab              the bundle (cache/bundle.hpp): every kernel
+//   fatbin/<schedule>.<shape>.fatbin
+//                            one standard fatbin per kernel module, a cubin per
+//                            target, made with the toolkit's fatbinary tool
+// Plan: {"schedules": "all" | [name or file, ...], "targets": "listed" | [T, ...],
+//        "shapes": [{"state": "bf16"|"fp32", "layout": "fixed"|"packed"}, ...]}
+// ("all": every shipped schedule with a code generator; "listed": each
+// schedule's own targets; a target list is intersected with them).
+#include "cache/bundle.hpp"
+#include "compiler/lower/family_recipe.hpp"
+#include "compiler/schedule_library.hpp"
+#include "runtime/kernel_registry.hpp"
+#include "tools/args.hpp"
+#include "tools/cli.hpp"
+#include "tools/exit_codes.hpp"
+#include "tools/schedule_inputs.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <ostream>
+#include <sstream>
+#include <thread>
+
+#ifndef KDAJIT_FATBINARY
+#define KDAJIT_FATBINARY "fatbinary"
+#endif
+
+namespace kda::tools {
+namespace {
+
+struct Job {
+  Schedule schedule;
+  Target target;
+  ShapeKey shape;
+};
+
+struct Done {
+  std::shared_ptr<const PreparedKernel> kernel;
+  std::string error;
+  double ms = 0.0;
+};
+
+std::vector<Job> plan_jobs(const nlohmann::json& plan) {
+  std::vector<Schedule> schedules;
+  const nlohmann::json& names = plan.at("schedules");
+  if (names.is_string() && names.get<std::string>() == "all") {
+    for (const Schedule& s : shipped_schedules()) {
+      try {
+        find_family_recipe(s);
+        schedules.push_back(s);
+      } catch (const ScheduleError&) {
+        // no code generator yet
+      }
+    }
+  } else {
+    for (const auto& n : names) {
+      schedules.push_back(schedule_by_name_or_file(n.get<std::string>()));
+    }
+  }
+  std::vector<Job> jobs;
+  for (const Schedule& s : schedules) {
+    std::vector<std::string> targets = s.targets;
+    if (plan.at("targets").is_array()) {
+      std::vector<std::string> wanted;
+      for (const auto& t : plan["targets"]) {
+        if (std::find(s.targets.begin(), s.targets.end(), t.get<std::string>()) != s.targets.end()) {
+          wanted.push_back(t.get<std::string>());
+        }
+      }
+      targets = wanted;
+    }
+    for (const std::string& t : targets) {
+      const std::optional<Target> target = find_target(t);
+      if (!target) {
+        throw UsageError("plan: unknown target '" + t + "'");
+      }
+      for (const auto& shape_json : plan.at("shapes")) {
+        ShapeKey shape;
+        const std::string state = shape_json.value("state", "bf16");
+        const std::string layout = shape_json.value("layout", "fixed");
+        if ((state != "bf16" && state != "fp32") || (layout != "fixed" && layout != "packed")) {
+          throw UsageError(fmt::format("plan: a shape is {{\"state\": bf16|fp32, \"layout\": fixed|packed}}, not {}",
+                                       shape_json.dump()));
+        }
+        shape.state_dtype = state == "fp32" ? StatePrecision::fp32 : StatePrecision::bf16;
+        shape.layout = layout == "packed" ? LayoutKind::packed : LayoutKind::fixed;
+        jobs.push_back({s, *target, shape});
+      }
+    }
+  }
+  return jobs;
+}
+
+void write_bytes(const std::filesystem::path& path, const cache::Bytes& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!out) {
+    throw CacheError("cannot write " + path.string());
+  }
+}
+
+} // namespace
+
+int aot_build_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  const ParsedArgs parsed = parse_args(args, {"--json"}, {"--plan", "--out", "--jobs"});
+  if (!parsed.positional.empty() || !parsed.option("--plan") || !parsed.option("--out")) {
+    throw UsageError("'aot build' needs --plan PLAN.json and --out DIR");
+  }
+  std::ifstream in(*parsed.option("--plan"));
+  if (!in) {
+    throw InputError("cannot read the plan " + *parsed.option("--plan"));
+  }
+  const nlohmann::json plan = nlohmann::json::parse(in, nullptr, false);
+  if (plan.is_discarded() || !plan.is_object() || !plan.contains("schedules") || !plan.contains("targets") ||
+      !plan.contains("shapes")) {
+    throw UsageError("the plan must be a JSON object with schedules, targets and shapes");
+  }
+  const std::vector<Job> jobs = plan_jobs(plan);
+  const int workers = std::max(1, std::stoi(parsed.option("--jobs").value_or(
+                                      std::to_string(std::max(1u, std::thread::hardware_concurrency())))));
+  const bool json = parsed.has("--json");
+  // Compile in parallel (the registry is thread-safe; cached entries are reused).
+  std::vector<Done> done(jobs.size());
+  std::atomic<std::size_t> next{0};
+  std::mutex print;
+  std::size_t finished = 0;
+  auto work = [&] {
+    for (std::size_t i = next++; i < jobs.size(); i = next++) {
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        done[i].kernel = KernelRegistry::instance().prepare(jobs[i].schedule, jobs[i].target, jobs[i].shape);
+      } catch (const Error& e) {
+        done[i].error = e.what();
+      }
+      done[i].ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      std::lock_guard lock(print);
+      ++finished;
+      if (!json) {
+        out << fmt::format("[{}/{}] {} {} {}: {}\n", finished, jobs.size(), jobs[i].schedule.name,
+                           jobs[i].target.name, jobs[i].shape.canonical(),
+                           done[i].error.empty() ? fmt::format("{:.0f} ms", done[i].ms) : "FAILED: " + done[i].error);
+        out.flush();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int w = 0; w < std::min<int>(workers, static_cast<int>(jobs.size())); ++w) {
+    pool.emplace_back(work);
+  }
+  for (std::thread& t : pool) {
+    t.join();
+  }
+  // The bundle.
+  const std::filesystem::path dir = *parsed.option("--out");
+  std::filesystem::create_directories(dir / "fatbin");
+  std::vector<cache::BundleInput> inputs;
+  std::vector<std::string> failed;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (!done[i].error.empty()) {
+      failed.push_back(fmt::format("{} {} {}: {}", jobs[i].schedule.name, jobs[i].target.name,
+                                   jobs[i].shape.canonical(), done[i].error));
+      continue;
+    }
+    const cache::Manifest& m = done[i].kernel->entry->manifest;
+    inputs.push_back({m.key_fields, m.entry_points, m.launch, done[i].kernel->entry->cubin});
+  }
+  const cache::CurrentIdentity id = KernelRegistry::instance().current_identity();
+  const std::filesystem::path bundle_path = dir / "kdajit.kdab";
+  write_bytes(bundle_path, cache::encode_bundle({id.generator_id, id.abi_version, id.layout_version, id.nvrtc_version},
+                                                inputs));
+  // One fatbin per module (schedule, shape key): a cubin per target.
+  std::map<std::string, std::vector<std::size_t>> modules;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (done[i].error.empty()) {
+      modules[jobs[i].schedule.name + "." + jobs[i].shape.canonical()].push_back(i);
+    }
+  }
+  std::vector<std::string> fatbins;
+  std::string fatbin_problem;
+  if (!std::filesystem::exists(KDAJIT_FATBINARY)) {
+    fatbin_problem = fmt::format("no fatbinary tool at {}: fatbins not written", KDAJIT_FATBINARY);
+  }
+  const std::filesystem::path scratch = dir / "fatbin" / ".cubins";
+  for (const auto& [name, indices] : modules) {
+    if (!fatbin_problem.empty()) {
+      break;
+    }
+    std::filesystem::create_directories(scratch);
+    std::string command = fmt::format("'{}' --create='{}'", KDAJIT_FATBINARY, (dir / "fatbin" / (name + ".fatbin")).string());
+    for (std::size_t i : indices) {
+      const std::filesystem::path cubin = scratch / (done[i].kernel->key.hex() + ".cubin");
+      write_bytes(cubin, done[i].kernel->entry->cubin);
+      command += fmt::format(" --image3=kind=elf,sm={},file='{}'", jobs[i].target.name.substr(3), cubin.string());
+    }
+    if (std::system(command.c_str()) != 0) {
+      fatbin_problem = "fatbinary failed: " + command;
+      break;
+    }
+    fatbins.push_back((dir / "fatbin" / (name + ".fatbin")).string());
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(scratch, ec);
+  if (json) {
+    out << nlohmann::json{{"bundle", bundle_path.string()},
+                          {"entries", inputs.size()},
+                          {"fatbins", fatbins},
+                          {"fatbin_problem", fatbin_problem},
+                          {"failed", failed}}
+                .dump(2)
+        << "\n";
+  } else {
+    out << fmt::format("wrote {} ({} kernels) and {} fatbins in {}\n", bundle_path.string(), inputs.size(),
+                       fatbins.size(), (dir / "fatbin").string());
+  }
+  if (!fatbin_problem.empty()) {
+    err << "kdajit aot build: " << fatbin_problem << "\n";
+  }
+  if (!failed.empty()) {
+    for (const std::string& f : failed) {
+      err << "kdajit aot build: " << f << "\n";
+    }
+    return k_exit_toolchain;
+  }
+  return fatbin_problem.empty() ? k_exit_ok : k_exit_toolchain;
+}
+
+} // namespace kda::tools
