@@ -1,7 +1,15 @@
-// kdajit cache verify [--cache-dir DIR] [--json]: every entry's manifest, key
-// and cubin checksum (cache/entry_io.hpp read_entry). Exit 5 when one is bad.
+// kdajit cache verify [--load] [--cache-dir DIR] [--json]: every entry's
+// manifest, key and cubin checksum (cache/entry_io.hpp read_entry); with
+// --load (GPU needed) also each cubin loaded into the current context, every
+// entry point found and its register count equal to the manifest's. Exit 5
+// when one is bad, 7 for --load without a usable GPU.
 #include "cache/entry_io.hpp"
 #include "cache/list_entries.hpp"
+#include "compiler/target.hpp"
+#include "runtime/context.hpp"
+#include "runtime/device_info.hpp"
+#include "runtime/cuda_driver.hpp"
+#include "runtime/loaded_module.hpp"
 #include "tools/args.hpp"
 #include "tools/cache_target.hpp"
 #include "tools/cli.hpp"
@@ -12,12 +20,47 @@
 #include <ostream>
 
 namespace kda::tools {
+namespace {
+
+// Loads the cubin and compares each entry point's registers with the manifest.
+std::string loaded_problem(const cache::CacheEntry& entry) {
+  std::vector<std::string> names;
+  for (const cache::EntryPoint& ep : entry.manifest.entry_points) {
+    names.push_back(ep.name);
+  }
+  try {
+    const runtime::LoadedModule module = runtime::LoadedModule::load(entry.cubin, names);
+    for (const cache::EntryPoint& ep : entry.manifest.entry_points) {
+      const int loaded = module.function(ep.name).attributes.num_regs;
+      const int planned = ep.resources.value("registers", -1);
+      if (planned >= 0 && loaded != planned) {
+        return fmt::format("{} loads with {} registers, the manifest says {}", ep.name, loaded, planned);
+      }
+    }
+  } catch (const Error& e) {
+    return std::string("does not load: ") + e.what();
+  }
+  return {};
+}
+
+} // namespace
 
 int cache_verify_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  const ParsedArgs parsed = parse_args(args, {"--json"}, {"--cache-dir"});
+  const ParsedArgs parsed = parse_args(args, {"--json", "--load"}, {"--cache-dir"});
   if (!parsed.positional.empty()) {
     throw UsageError("unexpected argument '" + parsed.positional.front() + "'");
   }
+  const bool load = parsed.has("--load");
+  if (load && !runtime::driver_status().available) {
+    err << "kdajit cache verify --load: needs a GPU: " << runtime::driver_status().to_string() << "\n";
+    return k_exit_no_device;
+  }
+  runtime::DeviceInfo device;
+  if (load) {
+    runtime::ensure_current_context();
+    device = runtime::current_device_info();
+  }
+  std::vector<std::string> skipped; // --load: entries for another compute capability
   const CacheTarget target = cache_target(parsed);
   if (!target.root) {
     out << "the kernel cache is memory-only (" << target.memory_only_reason << "): nothing to verify\n";
@@ -39,6 +82,13 @@ int cache_verify_command(const std::vector<std::string>& args, std::ostream& out
         problem = fmt::format("{}: {}", cache::miss_reason_name(r.miss), r.detail);
       } else if (recomputed.hex() != key) {
         problem = fmt::format("its key fields hash to {}, not its directory's name", recomputed.hex());
+      } else if (load) {
+        const std::optional<Target> t = find_target(e.manifest->key_fields.target);
+        if (t && t->cc_major == device.cc_major && t->cc_minor <= device.cc_minor) {
+          problem = loaded_problem(*r.entry);
+        } else {
+          skipped.push_back(key);
+        }
       }
     }
     bad += problem.empty() ? 0 : 1;
@@ -49,9 +99,15 @@ int cache_verify_command(const std::vector<std::string>& args, std::ostream& out
     }
   }
   if (parsed.has("--json")) {
-    out << nlohmann::json{{"root", *target.root}, {"entries", results}, {"bad", bad}}.dump(2) << "\n";
+    out << nlohmann::json{{"root", *target.root}, {"entries", results}, {"bad", bad}, {"not_loaded", skipped}}.dump(2)
+        << "\n";
   } else {
-    out << fmt::format("{} entr{} checked, {} bad\n", entries.size(), entries.size() == 1 ? "y" : "ies", bad);
+    out << fmt::format("{} entr{} checked, {} bad", entries.size(), entries.size() == 1 ? "y" : "ies", bad);
+    if (load) {
+      out << fmt::format("; {} not loaded (built for another compute capability than CC {}.{})", skipped.size(),
+                         device.cc_major, device.cc_minor);
+    }
+    out << "\n";
   }
   if (bad > 0) {
     err << "kdajit cache verify: " << bad << " bad entr" << (bad == 1 ? "y" : "ies")

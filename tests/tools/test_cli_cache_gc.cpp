@@ -4,6 +4,7 @@
 #include "cache/disk_cache.hpp"
 #include "cache/list_entries.hpp"
 #include "cache/cache_test_support.hpp"
+#include "runtime/cuda_driver.hpp"
 #include "runtime/kernel_registry.hpp"
 #include "test_support.hpp"
 #include "tools/exit_codes.hpp"
@@ -161,6 +162,9 @@ TEST_CASE("cache ls filters, cache show and cache verify", "[tools][cli][gc]") {
   CHECK(test::run_kdajit({"cache", "show", "xyz", "--cache-dir", root}).exit_code == tools::k_exit_usage);
   CHECK(test::run_kdajit({"cache", "show", "--cache-dir", root}).exit_code == tools::k_exit_usage);
 
+  if (!runtime::driver_status().available) { // CI: --load needs a GPU
+    CHECK(test::run_kdajit({"cache", "verify", "--load", "--cache-dir", root}).exit_code == tools::k_exit_no_device);
+  }
   const test::CliRun ok = test::run_kdajit({"cache", "verify", "--cache-dir", root});
   CHECK(ok.exit_code == tools::k_exit_ok);
   CHECK_THAT(ok.out, Contains("4 entries checked, 0 bad"));

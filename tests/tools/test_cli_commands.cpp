@@ -128,3 +128,14 @@ TEST_CASE("route --json and emit --json", "[tools][cli]") {
   CHECK(p["entries"][1]["entry"] == "kda_prefill_portable_c16_recurrence");
   CHECK_FALSE(p.contains("source"));
 }
+
+TEST_CASE("cache verify --load: the cubins for this GPU load with the manifest's registers", "[gpu][tools][cli]") {
+  REQUIRE(test::run_kdajit({"compile", "--schedule", "portable_c16", "--target", "sm_90"}).exit_code ==
+          tools::k_exit_ok);
+  const test::CliRun run = test::run_kdajit({"cache", "verify", "--load", "--json"});
+  INFO(run.out << run.err);
+  CHECK(run.exit_code == tools::k_exit_ok);
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  CHECK(j["bad"] == 0);
+  CHECK(j["entries"].size() > j["not_loaded"].size()); // at least the sm_90 entry was loaded
+}
