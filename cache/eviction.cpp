@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <unistd.h>
@@ -129,6 +130,34 @@ EvictionResult apply_eviction(const CacheLayout& layout, const std::optional<std
     result.removed.push_back(v);
   }
   return result;
+}
+
+std::uint64_t max_bytes_from_environment() {
+  if (const char* v = std::getenv("KDAJIT_MAX_BYTES"); v != nullptr) {
+    if (const std::optional<std::uint64_t> cap = parse_byte_size(v)) {
+      return *cap;
+    }
+  }
+  return k_default_max_bytes;
+}
+
+std::size_t collect_over_cap(const std::string& root, const std::optional<std::string>& lock_dir,
+                             const CurrentIdentity& current, std::uint64_t max_bytes, std::int64_t now_unix) {
+  FileLock gc_lock;
+  if (lock_dir) {
+    LockAttempt attempt = acquire_file_lock(*lock_dir + "/gc.lock", std::chrono::milliseconds(0));
+    if (attempt.outcome != LockOutcome::acquired) {
+      return 0; // another process is collecting
+    }
+    gc_lock = std::move(attempt.lock);
+  }
+  EvictionPolicy policy;
+  policy.max_bytes = max_bytes;
+  const EvictionPlan plan = plan_eviction(list_entries(root), policy, current, now_unix);
+  if (plan.victims.empty()) {
+    return 0;
+  }
+  return apply_eviction(CacheLayout(root), lock_dir, plan).removed.size();
 }
 
 std::optional<std::uint64_t> parse_byte_size(const std::string& text) {

@@ -76,6 +76,16 @@ struct EvictionResult {
 EvictionResult apply_eviction(const CacheLayout& layout, const std::optional<std::string>& lock_dir,
                               const EvictionPlan& plan);
 
+/// The size cap in effect: KDAJIT_MAX_BYTES when it parses, else the default.
+std::uint64_t max_bytes_from_environment();
+
+/// Opportunistic collection (cache-and-jit.md 6.5): when another process
+/// holds `<lock_dir>/gc.lock` it returns at once; otherwise it evicts down to
+/// the cap (orphans first, then least recently used) with apply_eviction's
+/// per-key safety. Returns how many entries it removed.
+std::size_t collect_over_cap(const std::string& root, const std::optional<std::string>& lock_dir,
+                             const CurrentIdentity& current, std::uint64_t max_bytes, std::int64_t now_unix);
+
 /// A byte count with an optional K, M or G suffix (powers of 1,024): "512M",
 /// "2G", "1048576"; nullopt when it is not one (KDAJIT_MAX_BYTES, --max-bytes).
 std::optional<std::uint64_t> parse_byte_size(const std::string& text);

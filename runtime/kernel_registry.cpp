@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -126,6 +127,27 @@ std::size_t KernelRegistry::register_bundle(const std::string& path, std::ostrea
   return bundle->entries().size();
 }
 
+void KernelRegistry::collect_once() {
+  {
+    std::lock_guard lock(m_mutex);
+    if (m_collected) {
+      return;
+    }
+    m_collected = true;
+  }
+  const cache::CacheConfig& config = m_cache->config();
+  if (!config.root) {
+    return;
+  }
+  const std::int64_t now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  try {
+    cache::collect_over_cap(*config.root, config.lock_dir, current_identity(), cache::max_bytes_from_environment(), now);
+  } catch (const std::exception&) {
+    // collection is best effort: a failure never fails the call that compiled
+  }
+}
+
 std::vector<std::pair<std::string, std::size_t>> KernelRegistry::bundles() {
   std::lock_guard lock(m_mutex);
   std::vector<std::pair<std::string, std::size_t>> out;
@@ -220,7 +242,14 @@ std::shared_ptr<const PreparedKernel> KernelRegistry::prepare(const Schedule& sc
     entry = found.entry;
   }
   if (!entry) {
-    entry = m_cache->get_or_build(key, [&] { return build_kernel(plan, options); });
+    bool built = false;
+    entry = m_cache->get_or_build(key, [&] {
+      built = true;
+      return build_kernel(plan, options);
+    });
+    if (built) {
+      collect_once();
+    }
   }
   auto prepared = std::make_shared<const PreparedKernel>(PreparedKernel{std::move(plan), key, std::move(entry)});
   std::lock_guard lock(m_mutex);

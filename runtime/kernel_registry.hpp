@@ -70,6 +70,8 @@ public:
 
 private:
   std::shared_ptr<const cache::CacheEntry> from_bundles(const cache::CacheKey& key);
+  /// After this registry's first compile: cache::collect_over_cap once.
+  void collect_once();
 
 
   std::mutex m_mutex;
@@ -80,6 +82,7 @@ private:
   std::vector<std::shared_ptr<const cache::Bundle>> m_bundles;
   bool m_jit_enabled = true;
   std::size_t m_bundle_hits = 0;
+  bool m_collected = false;
 };
 
 } // namespace kda

@@ -145,3 +145,27 @@ TEST_CASE("eviction: removal skips an entry whose key another process holds lock
   CHECK(apply_eviction(CacheLayout(*config.root), config.lock_dir, plan).removed.size() == 1);
   CHECK(list_entries(*config.root).empty());
 }
+
+TEST_CASE("eviction: opportunistic collection keeps to the cap and yields to another collector", "[cache][eviction]") {
+  test::ScratchDir s;
+  const CacheConfig config = resolve_cache_config(test::scratch_env(s));
+  REQUIRE(config.root);
+  REQUIRE(config.lock_dir);
+  DiskCache cache(config);
+  for (const char* shape : {"a", "b", "c"}) {
+    BuiltEntry built = test::sample_built();
+    built.manifest.last_used_unix = k_now - (shape[0] - 'a' + 1) * k_day; // a is the most recently used
+    REQUIRE(cache.publish(test::sample_key(shape), built.manifest, built.cubin) == PublishOutcome::published);
+  }
+  const std::uint64_t one = list_entries(*config.root).front().bytes_on_disk;
+  {
+    LockAttempt other = acquire_file_lock(*config.lock_dir + "/gc.lock", std::chrono::milliseconds(0));
+    REQUIRE(other.outcome == LockOutcome::acquired);
+    CHECK(collect_over_cap(*config.root, config.lock_dir, current(), one, k_now) == 0);
+  }
+  CHECK(collect_over_cap(*config.root, config.lock_dir, current(), one, k_now) == 2);
+  const std::vector<ListedEntry> left = list_entries(*config.root);
+  REQUIRE(left.size() == 1);
+  CHECK(left[0].manifest->key == test::sample_key("a").hex());
+  CHECK(collect_over_cap(*config.root, config.lock_dir, current(), one, k_now) == 0);
+}
