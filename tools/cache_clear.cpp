@@ -21,12 +21,7 @@ int cache_clear_command(const std::vector<std::string>& args, std::ostream& out,
   }
   const CacheTarget target = cache_target(parsed);
   const bool json = parsed.has("--json");
-  if (!target.root) {
-    if (json) {
-      out << nlohmann::json{{"root", nullptr}, {"memory_only", target.memory_only_reason}}.dump(2) << "\n";
-    } else {
-      out << "the kernel cache is memory-only (" << target.memory_only_reason << "): nothing to clear\n";
-    }
+  if (report_memory_only(target, json, "clear", out)) {
     return k_exit_ok;
   }
   cache::EvictionPlan plan;

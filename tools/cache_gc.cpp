@@ -70,12 +70,7 @@ int cache_gc_command(const std::vector<std::string>& args, std::ostream& out, st
   const cache::EvictionPolicy policy = gc_policy(parsed);
   const CacheTarget target = cache_target(parsed);
   const bool json = parsed.has("--json");
-  if (!target.root) {
-    if (json) {
-      out << nlohmann::json{{"root", nullptr}, {"memory_only", target.memory_only_reason}}.dump(2) << "\n";
-    } else {
-      out << "the kernel cache is memory-only (" << target.memory_only_reason << "): nothing to collect\n";
-    }
+  if (report_memory_only(target, json, "collect", out)) {
     return k_exit_ok;
   }
   const std::vector<cache::ListedEntry> entries = cache::list_entries(*target.root);

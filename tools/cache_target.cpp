@@ -2,6 +2,8 @@
 
 #include "runtime/kernel_registry.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 
 namespace kda::tools {
@@ -20,6 +22,18 @@ CacheTarget cache_target(const ParsedArgs& parsed) {
   t.root = config.root;
   t.memory_only_reason = config.memory_only_warning;
   return t;
+}
+
+bool report_memory_only(const CacheTarget& target, bool json, const char* nothing_to, std::ostream& out) {
+  if (target.root) {
+    return false;
+  }
+  if (json) {
+    out << nlohmann::json{{"root", nullptr}, {"memory_only", target.memory_only_reason}}.dump(2) << "\n";
+  } else {
+    out << "the kernel cache is memory-only (" << target.memory_only_reason << "): nothing to " << nothing_to << "\n";
+  }
+  return true;
 }
 
 } // namespace kda::tools

@@ -7,6 +7,7 @@
 #include "tools/args.hpp"
 
 #include <optional>
+#include <ostream>
 #include <string>
 
 namespace kda::tools {
@@ -18,5 +19,9 @@ struct CacheTarget {
 };
 
 CacheTarget cache_target(const ParsedArgs& parsed);
+
+/// For a memory-only cache: says so (as JSON with `json`), with `nothing_to`
+/// ("collect", "clear", ...), and returns true; false when there is a root.
+bool report_memory_only(const CacheTarget& target, bool json, const char* nothing_to, std::ostream& out);
 
 } // namespace kda::tools
