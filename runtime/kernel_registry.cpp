@@ -167,14 +167,17 @@ void KernelRegistry::set_jit_enabled(bool enabled) {
   m_jit_enabled = enabled;
 }
 
-std::shared_ptr<const cache::CacheEntry> KernelRegistry::from_bundles(const cache::CacheKey& key) {
+std::shared_ptr<const cache::CacheEntry> KernelRegistry::from_bundles(cache::CacheKeyFields fields) {
   std::vector<std::shared_ptr<const cache::Bundle>> bundles;
   {
     std::lock_guard lock(m_mutex);
     bundles = m_bundles;
   }
   for (const auto& b : bundles) {
-    if (const cache::BundleEntry* e = b->find(key.hex())) {
+    // A bundle's cubins are valid whatever NVRTC this process has (or none):
+    // its entries are looked up with the NVRTC version that built them.
+    fields.nvrtc_version = b->identity().nvrtc_version;
+    if (const cache::BundleEntry* e = b->find(cache::make_cache_key(fields).hex())) {
       auto entry = std::make_shared<cache::CacheEntry>();
       entry->manifest = e->manifest;
       entry->cubin = b->cubin(*e); // SHA-256 checked
@@ -221,9 +224,17 @@ std::shared_ptr<const PreparedKernel> KernelRegistry::prepare(const Schedule& sc
   }
   KernelPlan plan = lower(validate(schedule, target), shape);
   const std::vector<std::string> options = runtime::default_compile_options(target);
+  cache::CacheEntryPtr entry =
+      from_bundles(kernel_key_fields(schedule, target, shape, std::string(), options, plan.abi.version));
+  if (entry) {
+    auto prepared = std::make_shared<const PreparedKernel>(
+        PreparedKernel{std::move(plan), cache::make_cache_key(entry->manifest.key_fields), std::move(entry)});
+    std::lock_guard lock(m_mutex);
+    return m_prepared.emplace(memo, prepared).first->second;
+  }
+  // the disk cache and NVRTC: keyed by this process's NVRTC (ToolchainError without one)
   const cache::CacheKey key =
       cache::make_cache_key(kernel_key_fields(schedule, target, shape, nvrtc_version(), options, plan.abi.version));
-  cache::CacheEntryPtr entry = from_bundles(key);
   bool jit = true;
   {
     std::lock_guard lock(m_mutex);

@@ -69,7 +69,9 @@ public:
   cache::CurrentIdentity current_identity();
 
 private:
-  std::shared_ptr<const cache::CacheEntry> from_bundles(const cache::CacheKey& key);
+  /// The kernel with these key fields from the first bundle holding it (the
+  /// NVRTC field is each bundle's own), or nullptr.
+  std::shared_ptr<const cache::CacheEntry> from_bundles(cache::CacheKeyFields fields);
   /// After this registry's first compile: cache::collect_over_cap once.
   void collect_once();
 

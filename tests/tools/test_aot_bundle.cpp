@@ -94,3 +94,31 @@ TEST_CASE("a bundle of another generator is skipped with a warning; a corrupt on
   cache::test::write_text(s / "bad.kdab", "KDAJITB1 and then nothing useful");
   CHECK_THROWS_AS(registry.register_bundle(s / "bad.kdab"), CacheError);
 }
+
+TEST_CASE("a bundle serves whatever NVRTC this process has: entries match on every other key field",
+          "[tools][cli][aot]") {
+  cache::test::ScratchDir s;
+  REQUIRE(test::run_kdajit({"aot", "build", "--plan", write_plan(s), "--out", s / "out"}).exit_code ==
+          tools::k_exit_ok);
+  const cache::Bundle built = cache::Bundle::read(s / "out/kdajit.kdab");
+  REQUIRE(built.entries().size() == 1);
+  // the same kernel as if another NVRTC had built it
+  cache::BundleInput in;
+  in.key_fields = built.entries()[0].manifest.key_fields;
+  in.key_fields.nvrtc_version = "12.9";
+  in.entry_points = built.entries()[0].manifest.entry_points;
+  in.launch = built.entries()[0].manifest.launch;
+  in.cubin = built.cubin(built.entries()[0]);
+  cache::BundleIdentity id = built.identity();
+  id.nvrtc_version = "12.9";
+  const cache::Bytes bytes = cache::encode_bundle(id, {in});
+  cache::test::write_text(s / "other-nvrtc.kdab", std::string(bytes.begin(), bytes.end()));
+
+  KernelRegistry registry(cache::resolve_cache_config(cache::test::scratch_env(s)));
+  registry.set_jit_enabled(false);
+  REQUIRE(registry.register_bundle(s / "other-nvrtc.kdab") == 1);
+  const auto kernel = registry.prepare(*find_shipped_schedule("portable_c16"), *find_target("sm_90"), ShapeKey{});
+  CHECK(registry.bundle_hits() == 1);
+  CHECK(kernel->key.fields().nvrtc_version == "12.9");
+  CHECK(kernel->entry->cubin == in.cubin);
+}
