@@ -63,9 +63,15 @@ const KnownDevice& describe_current_device() {
     k.description.cc_major = k.info.cc_major;
     k.description.cc_minor = k.info.cc_minor;
     k.description.sm_count = k.info.sm_count;
-    const runtime::NvrtcVersion nvrtc = runtime::NvrtcCompiler().version();
-    k.description.nvrtc_major = nvrtc.major;
-    k.description.nvrtc_minor = nvrtc.minor;
+    try {
+      const runtime::NvrtcVersion nvrtc = runtime::NvrtcCompiler().version();
+      k.description.nvrtc_major = nvrtc.major;
+      k.description.nvrtc_minor = nvrtc.minor;
+    } catch (const ToolchainError&) {
+      // no NVRTC (a bundle-only deployment): route as the toolkit this was built with would
+      k.description.nvrtc_major = CUDA_VERSION / 1000;
+      k.description.nvrtc_minor = (CUDA_VERSION % 1000) / 10;
+    }
     it = known.emplace(device, std::move(k)).first;
   }
   return it->second; // std::map nodes are stable
