@@ -124,6 +124,20 @@ struct WorkspacePlan {
 };
 
 
+/// The numerics the generated kernels implement, and the one source of the
+/// constants that the CPU emulation (reference/emulation_config.hpp) and the
+/// kernels (ANCHOR_ROWS, INVERSE_BLOCK) both use.
+struct NumericsPlan {
+  std::vector<std::string> bf16_rounding; ///< the schedule's rounding points, in program order
+  int anchor_rows = 0;   ///< C_a = anchor_rows x lower_bound log2 e (C / 2); 0: unanchored
+  int inverse_block = 0; ///< (I + L)^-1: diagonal blocks of this size by forward substitution, merged by
+                         ///< doubling up to the chunk (= chunk size: forward substitution throughout)
+};
+
+/// The numerics of `schedule` when its generator inverts in diagonal blocks of
+/// `inverse_block` rows.
+NumericsPlan plan_numerics(const Schedule& schedule, int inverse_block);
+
 struct KernelPlan {
   std::string schedule_name;
   std::string schedule_source;
@@ -141,6 +155,7 @@ struct KernelPlan {
   std::vector<std::string> fragments; ///< template fragments to emit, in order
   std::vector<int> wgmma_n;           ///< wgmma m64nNk16 wrappers to emit (register A)
   std::optional<PrepareOverlapModel> prepare_overlap; ///< the prepare kernel may run beside the recurrence
+  NumericsPlan numerics;
 };
 
 } // namespace kda

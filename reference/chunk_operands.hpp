@@ -23,12 +23,14 @@ struct ChunkConfig {
   bool anchored = true;
   /// Absent: Neumann for chunk 16, blocked otherwise.
   std::optional<InverseScheme> inverse;
+  /// The blocked scheme's diagonal blocks (rows), by forward substitution.
+  std::int64_t inverse_block = 8;
   /// Present: emulate a kernel's numerics (bf16 at these points, fp32
   /// products and state); absent: fp64 throughout.
   std::optional<RoundingPoints> rounding;
 
-  static ChunkConfig unanchored_16() { return ChunkConfig{16, false, std::nullopt, std::nullopt}; }
-  static ChunkConfig anchored_32() { return ChunkConfig{32, true, std::nullopt, std::nullopt}; }
+  static ChunkConfig unanchored_16() { return ChunkConfig{16, false, std::nullopt, 8, std::nullopt}; }
+  static ChunkConfig anchored_32() { return ChunkConfig{32, true, std::nullopt, 8, std::nullopt}; }
   InverseScheme inverse_scheme() const;
 };
 

@@ -5,7 +5,6 @@
 namespace kda::reference {
 namespace {
 
-constexpr std::int64_t k_base_block = 8;
 
 bool is_power_of_two(std::int64_t n) {
   return n > 0 && (n & (n - 1)) == 0;
@@ -37,13 +36,13 @@ Matrix forward_block(const Matrix& l, std::int64_t offset, std::int64_t n) {
 }
 
 // Inverse of the diagonal block [offset, offset + n) of I + L, n = 8 * 2^m.
-Matrix blocked_block(const Matrix& l, std::int64_t offset, std::int64_t n) {
-  if (n == k_base_block) {
+Matrix blocked_block(const Matrix& l, std::int64_t offset, std::int64_t n, std::int64_t base) {
+  if (n == base) {
     return forward_block(l, offset, n);
   }
   const std::int64_t half = n / 2;
-  const Matrix a_inv = blocked_block(l, offset, half);
-  const Matrix d_inv = blocked_block(l, offset + half, half);
+  const Matrix a_inv = blocked_block(l, offset, half, base);
+  const Matrix d_inv = blocked_block(l, offset + half, half, base);
   Matrix c(half, half);
   for (std::int64_t i = 0; i < half; ++i) {
     for (std::int64_t j = 0; j < half; ++j) {
@@ -87,20 +86,20 @@ Matrix invert_unit_lower_neumann(const Matrix& l) {
   return t;
 }
 
-Matrix invert_unit_lower_blocked(const Matrix& l) {
-  KDA_INTERNAL_ASSERT(l.rows == l.cols && l.rows % k_base_block == 0 && is_power_of_two(l.rows / k_base_block),
-                      "blocked inverse needs a size of 8 * 2^m");
-  return blocked_block(l, 0, l.rows);
+Matrix invert_unit_lower_blocked(const Matrix& l, std::int64_t block) {
+  KDA_INTERNAL_ASSERT(block > 0 && l.rows == l.cols && l.rows % block == 0 && is_power_of_two(l.rows / block),
+                      "blocked inverse needs a size of block * 2^m");
+  return blocked_block(l, 0, l.rows, block);
 }
 
-Matrix invert_unit_lower(const Matrix& l, InverseScheme scheme) {
+Matrix invert_unit_lower(const Matrix& l, InverseScheme scheme, std::int64_t block) {
   switch (scheme) {
   case InverseScheme::forward_substitution:
     return invert_unit_lower_forward(l);
   case InverseScheme::neumann:
     return invert_unit_lower_neumann(l);
   case InverseScheme::blocked:
-    return invert_unit_lower_blocked(l);
+    return invert_unit_lower_blocked(l, block);
   }
   KDA_INTERNAL_ASSERT(false, "unknown inverse scheme");
   return {};

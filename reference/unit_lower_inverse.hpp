@@ -10,13 +10,15 @@ namespace kda::reference {
 enum class InverseScheme {
   forward_substitution, // row by row; any n
   neumann,              // (I - L)(I + L^2)(I + L^4)... (FlashKDA, C = 16); n a power of two
-  blocked,              // 8x8 diagonal blocks by forward substitution, merged 8 -> 16 -> 32 (Cake N32); n = 8 * 2^m
+  blocked,              // diagonal blocks (8 x 8 by default, the Cake N32 plan) by forward substitution,
+                        // merged by doubling (8 -> 16 -> 32); n = block * 2^m
 };
 
 Matrix invert_unit_lower_forward(const Matrix& l);
 Matrix invert_unit_lower_neumann(const Matrix& l);
-/// Off-diagonal blocks of each merge: -D^-1 * C * A^-1 for [[A, 0], [C, D]].
-Matrix invert_unit_lower_blocked(const Matrix& l);
-Matrix invert_unit_lower(const Matrix& l, InverseScheme scheme);
+/// Off-diagonal blocks of each merge: -D^-1 * C * A^-1 for [[A, 0], [C, D]];
+/// diagonal blocks of `block` rows by forward substitution.
+Matrix invert_unit_lower_blocked(const Matrix& l, std::int64_t block = 8);
+Matrix invert_unit_lower(const Matrix& l, InverseScheme scheme, std::int64_t block = 8);
 
 } // namespace kda::reference

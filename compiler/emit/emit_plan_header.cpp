@@ -159,6 +159,9 @@ void emit_plan_header(const KernelPlan& plan, SourceWriter& out) {
   constant(out, "M_TILE", plan.tiles.m_tile);
   constant(out, "STATE_FP32", plan.shape.state_dtype == StatePrecision::fp32 ? 1 : 0);
   constant(out, "LAYOUT_PACKED", plan.shape.layout == LayoutKind::packed ? 1 : 0);
+  // numerics shared with the CPU emulation (reference/emulation_config.hpp)
+  constant(out, "ANCHOR_ROWS", plan.numerics.anchor_rows);     // C_a = ANCHOR_ROWS x gate_scale
+  constant(out, "INVERSE_BLOCK", plan.numerics.inverse_block); // forward-substitution blocks of (I + L)^-1
   constant(out, "WS_RECORD_BYTES", plan.workspace.record_bytes);
   for (const WorkspaceField& f : plan.workspace.fields) {
     constant(out, "WS_" + f.name + "_OFFSET", f.offset);

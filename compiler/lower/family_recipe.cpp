@@ -89,6 +89,7 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
            {"GAMMA", 0, 128 * 4}},
           "record",
           {32, 128},
+          16, // T11, T22 by forward substitution, merged 16 -> 32
           true,
       },
   };

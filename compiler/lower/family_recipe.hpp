@@ -38,6 +38,9 @@ struct FamilyRecipe {
   /// wgmma shapes m64nNk16 (register A, bf16 -> fp32) whose wrappers the
   /// emitter writes; empty for families without wgmma.
   std::vector<int> wgmma_n;
+  /// (I + L)^-1 in diagonal blocks of this many rows by forward substitution,
+  /// merged by doubling (= chunk size: forward substitution throughout).
+  int inverse_block = 16;
   /// Its prepare kernel has the chunk-major grid and publishes per-record ready
   /// flags, and its recurrence waits for them (schedule `prepare_overlap`).
   bool prepare_overlap = false;

@@ -58,7 +58,9 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   namespace P = kda_plan::prepare;
   constexpr int C = kda_plan::CHUNK_SIZE;
   constexpr int D = kda_plan::HEAD_DIM;
-  constexpr int HALF = 16;
+  constexpr int HALF = kda_plan::INVERSE_BLOCK; // T11, T22 by forward substitution, merged into T
+  static_assert(C == 2 * HALF, "one 16 -> 32 merge");
+  static_assert(kda_plan::ANCHOR_ROWS == C / 2, "C_a = (C / 2) gate_scale");
   constexpr int ROWS = 8; // rows per thread in gather, center and Kr
   static_assert(C == 32 && D == 128 && P::THREADS == 2 * D, "chunk 32: 8 warps");
   static_assert(P::THREADS == (C / ROWS) * (D / 2), "one thread per (row group of 8, column pair)");
@@ -90,7 +92,7 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   cp_async_commit();
   const float a_scale = __expf(p.a_log[h]);
   const float2 bias = *reinterpret_cast<const float2*>(p.dt_bias + h * D + col);
-  const float anchor = 0.5f * C * p.gate_scale; // C_a (log2)
+  const float anchor = static_cast<float>(kda_plan::ANCHOR_ROWS) * p.gate_scale; // C_a (log2)
   u8* record = p.workspace + (c.chunk * p.heads + h) * static_cast<i64>(kda_plan::WS_RECORD_BYTES);
   const u8* q_raw = smem + P::Q_RAW_OFFSET;
   const u8* k_raw = smem + P::K_RAW_OFFSET;

@@ -8,7 +8,11 @@
 #include "compiler/errors.hpp"
 #include "compiler/lower/family_recipe.hpp"
 #include "compiler/schedule_library.hpp"
+#include "compiler/emit/emit_cuda.hpp"
+#include "compiler/lower.hpp"
+#include "compiler/validated_schedule.hpp"
 #include "reference/chunked_prefill.hpp"
+#include "reference/emulation_config.hpp"
 #include "reference/rounding.hpp"
 #include "reference/sequences.hpp"
 #include "reference/token_reference.hpp"
@@ -23,15 +27,18 @@ using namespace kda::reference::testing;
 
 namespace {
 
+// The emulation is configured from the same NumericsPlan the kernel's
+// constants come from: the lowered plan's for a schedule with a generator;
+// for a planned design, plan_numerics with the seed's 8 -> 16 -> 32 inverse.
 ChunkConfig emulation_of(const kda::Schedule& s) {
-  ChunkConfig config;
-  config.chunk_size = s.chunk_size;
-  config.anchored = s.exponent_anchor == kda::ExponentAnchor::lower_bound;
-  // The generated chunk-16 kernels invert by forward substitution; the chunk-32
-  // designs by the blocked 8 -> 16 -> 32 scheme of seed note 000.
-  config.inverse = s.chunk_size == 16 ? InverseScheme::forward_substitution : InverseScheme::blocked;
-  config.rounding = RoundingPoints::from_names(s.numerics.bf16_rounding);
-  return config;
+  try {
+    kda::find_family_recipe(s);
+  } catch (const kda::ScheduleError&) {
+    return emulation_config(kda::plan_numerics(s, 8), s.chunk_size);
+  }
+  const kda::KernelPlan plan =
+      kda::lower(kda::validate(s, *kda::find_target(s.targets.front())), kda::ShapeKey{});
+  return emulation_config(plan.numerics, plan.tiles.chunk_size);
 }
 
 // One schedule's emulation on fixed and packed problems (with 0- and
@@ -133,4 +140,27 @@ TEST_CASE("bf16 rounding is to nearest even and unknown rounding points are refu
   CHECK(round_to_bf16(1.0 + std::ldexp(1.0, -7) + std::ldexp(1.0, -12)) == 1.0 + std::ldexp(1.0, -7));
   CHECK_THROWS_WITH(RoundingPoints::from_names({"kd", "carrier"}), Catch::Contains("'carrier'"));
   CHECK(RoundingPoints::from_names({"kd", "u"}).has("u"));
+}
+
+TEST_CASE("the emulation and the kernel take their numerics constants from one plan", "[reference][emulation]") {
+  const kda::KernelPlan c32 =
+      kda::lower(kda::validate(*kda::find_shipped_schedule("sm90_wgmma_c32"), *kda::find_target("sm_90a")),
+                 kda::ShapeKey{});
+  CHECK(c32.numerics.anchor_rows == 16);
+  CHECK(c32.numerics.inverse_block == 16);
+  const ChunkConfig config = emulation_config(c32.numerics, c32.tiles.chunk_size);
+  CHECK(config.anchored);
+  CHECK(config.inverse_scheme() == InverseScheme::blocked);
+  CHECK(config.inverse_block == 16);
+  const std::string text = kda::emit_cuda(c32).text;
+  CHECK(text.find("constexpr int ANCHOR_ROWS = 16;") != std::string::npos);
+  CHECK(text.find("constexpr int INVERSE_BLOCK = 16;") != std::string::npos);
+  const kda::KernelPlan c16 =
+      kda::lower(kda::validate(*kda::find_shipped_schedule("sm90_wgmma_c16"), *kda::find_target("sm_90a")),
+                 kda::ShapeKey{});
+  CHECK(c16.numerics.anchor_rows == 0);
+  CHECK(emulation_config(c16.numerics, 16).inverse_scheme() == InverseScheme::forward_substitution);
+  kda::NumericsPlan odd = c32.numerics;
+  odd.anchor_rows = 8;
+  CHECK_THROWS_AS(emulation_config(odd, 32), kda::InternalError);
 }

@@ -4,6 +4,8 @@
 #include "reference/unit_lower_inverse.hpp"
 #include "reference_problem.hpp"
 
+#include "compiler/errors.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -88,4 +90,17 @@ TEST_CASE("both inverse schemes invert the L of real chunks", "[reference][inver
       check_schemes(prepare_chunk(tokens, 0, 0.1, config).l);
     }
   }
+}
+
+TEST_CASE("the blocked inverse with 16 x 16 diagonal blocks (the wgmma chunk-32 kernel's)", "[reference][inverse]") {
+  std::mt19937_64 rng(803);
+  for (const std::int64_t n : {16, 32, 64}) {
+    const Matrix l = random_strict_lower(n, 0.5, rng);
+    const Matrix reference = invert_unit_lower_forward(l);
+    const Matrix t = invert_unit_lower(l, InverseScheme::blocked, 16);
+    CAPTURE(n);
+    CHECK(identity_residual(t, l) <= 1e-12 * std::max(1.0, max_abs(t)));
+    CHECK(max_abs_difference(t, reference) <= 1e-12 * std::max(1.0, max_abs(reference)));
+  }
+  CHECK_THROWS_AS(invert_unit_lower_blocked(random_strict_lower(48, 0.5, rng), 16), kda::InternalError);
 }

@@ -1,0 +1,13 @@
+#include "compiler/kernel_plan.hpp"
+
+namespace kda {
+
+NumericsPlan plan_numerics(const Schedule& s, int inverse_block) {
+  NumericsPlan n;
+  n.bf16_rounding = s.numerics.bf16_rounding;
+  n.anchor_rows = s.exponent_anchor == ExponentAnchor::lower_bound ? s.chunk_size / 2 : 0;
+  n.inverse_block = inverse_block < s.chunk_size ? inverse_block : s.chunk_size;
+  return n;
+}
+
+} // namespace kda
