@@ -19,6 +19,10 @@
 #include "tools/schedule_inputs.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <spawn.h>
+#include <sys/wait.h>
 
 #include <atomic>
 #include <chrono>
@@ -32,6 +36,8 @@
 #ifndef KDAJIT_FATBINARY
 #define KDAJIT_FATBINARY "fatbinary"
 #endif
+
+extern char** environ;
 
 namespace kda::tools {
 namespace {
@@ -97,6 +103,24 @@ std::vector<Job> plan_jobs(const nlohmann::json& plan) {
     }
   }
   return jobs;
+}
+
+// Runs a program with these arguments (no shell) and waits; its exit status.
+int run_program(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) {
+    args.push_back(const_cast<char*>(a.c_str()));
+  }
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, argv[0].c_str(), nullptr, nullptr, args.data(), environ) != 0) {
+    return -1;
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) {
+    return -1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 void write_bytes(const std::filesystem::path& path, const cache::Bytes& bytes) {
@@ -194,14 +218,15 @@ int aot_build_command(const std::vector<std::string>& args, std::ostream& out, s
       break;
     }
     std::filesystem::create_directories(scratch);
-    std::string command = fmt::format("'{}' --create='{}'", KDAJIT_FATBINARY, (dir / "fatbin" / (name + ".fatbin")).string());
+    std::vector<std::string> command = {KDAJIT_FATBINARY,
+                                        "--create=" + (dir / "fatbin" / (name + ".fatbin")).string()};
     for (std::size_t i : indices) {
       const std::filesystem::path cubin = scratch / (done[i].kernel->key.hex() + ".cubin");
       write_bytes(cubin, done[i].kernel->entry->cubin);
-      command += fmt::format(" --image3=kind=elf,sm={},file='{}'", jobs[i].target.name.substr(3), cubin.string());
+      command.push_back(fmt::format("--image3=kind=elf,sm={},file={}", jobs[i].target.name.substr(3), cubin.string()));
     }
-    if (std::system(command.c_str()) != 0) {
-      fatbin_problem = "fatbinary failed: " + command;
+    if (run_program(command) != 0) {
+      fatbin_problem = fmt::format("fatbinary failed: {}", fmt::join(command, " "));
       break;
     }
     fatbins.push_back((dir / "fatbin" / (name + ".fatbin")).string());
