@@ -200,7 +200,7 @@ const std::string& KernelRegistry::nvrtc_version() {
 
 cache::CurrentIdentity KernelRegistry::current_identity() {
   cache::CurrentIdentity id;
-  id.layout_version = k_cache_layout_version;
+  id.layout_version = std::string(k_cache_layout_version);
   id.abi_version = std::to_string(ArgAbi{}.version);
   id.generator_id = generator_id();
   try {
