@@ -88,9 +88,12 @@ Bundle Bundle::decode(Bytes bytes, const std::string& source) {
   if (index.is_discarded() || !index.is_object()) {
     refuse(source, "the index is not a JSON object");
   }
-  if (index.value("format_version", -1) != k_bundle_format_version) {
-    refuse(source, fmt::format("format version {} (this build reads version {})", index.value("format_version", -1),
-                               k_bundle_format_version));
+  const auto version_field = index.find("format_version");
+  const long long version = version_field != index.end() && version_field->is_number_integer()
+                                ? version_field->get<long long>()
+                                : -1;
+  if (version != k_bundle_format_version) {
+    refuse(source, fmt::format("format version {} (this build reads version {})", version, k_bundle_format_version));
   }
   try {
     b.m_identity = {index.at("generator_id").get<std::string>(), index.at("abi_version").get<std::string>(),

@@ -57,6 +57,9 @@ struct Done {
 std::vector<Job> plan_jobs(const nlohmann::json& plan) {
   std::vector<Schedule> schedules;
   const nlohmann::json& names = plan.at("schedules");
+  if (!names.is_array() && names != "all") {
+    throw UsageError("plan: \"schedules\" is \"all\" or an array of schedule names or files");
+  }
   if (names.is_string() && names.get<std::string>() == "all") {
     for (const Schedule& s : shipped_schedules()) {
       try {
@@ -74,6 +77,9 @@ std::vector<Job> plan_jobs(const nlohmann::json& plan) {
   std::vector<Job> jobs;
   for (const Schedule& s : schedules) {
     std::vector<std::string> targets = s.targets;
+    if (!plan.at("targets").is_array() && plan.at("targets") != "listed") {
+      throw UsageError("plan: \"targets\" is \"listed\" or an array of target names");
+    }
     if (plan.at("targets").is_array()) {
       std::vector<std::string> wanted;
       for (const auto& t : plan["targets"]) {
