@@ -121,6 +121,46 @@ struct WorkspacePlan {
   std::vector<WorkspaceField> fields;
   std::int64_t record_bytes = 0; ///< 0: no workspace
   std::string image_buffer;      ///< SMEM buffer receiving whole records (bulk copy), or empty
+  /// Bytes the workspace holds for each CTA of the recurrent grid after the
+  /// records (the tcgen05 proxy's TMEM image); 0: none.
+  std::int64_t cta_scratch_bytes = 0;
+};
+
+/// One tcgen05.mma shape of a fused design (.kind::f16, bf16 in, fp32 out,
+/// K-major A and B) with its host-encoded instruction descriptor.
+struct UmmaShape {
+  std::string name; ///< constant UMMA_IDESC_<name>
+  int m = 0;
+  int n = 0;
+  std::uint32_t idesc = 0;
+};
+
+/// One SMEM operand layout: K-major core matrices without swizzle, `lbo`
+/// bytes apart along K and `sbo` along M / N; the descriptor's constant fields
+/// (the address is added on the device).
+struct UmmaOperand {
+  std::string name; ///< constants UMMA_<name>_SBO, UMMA_DESC_<name>
+  int lbo = 0;
+  int sbo = 0;
+  std::uint64_t desc = 0;
+};
+
+/// A block of TMEM columns (all 128 lanes).
+struct TmemRegion {
+  std::string name; ///< constant TMEM_<name>_COL
+  int column = 0;
+  int columns = 0;
+};
+
+/// The tensor-core side of a tcgen05 design.
+struct UmmaPlan {
+  int core_lbo = 128;
+  std::vector<UmmaShape> shapes;
+  std::vector<UmmaOperand> operands;
+  std::vector<TmemRegion> tmem;
+  int tmem_columns = 0;              ///< allocated (tcgen05.alloc: a power of two >= 32)
+  bool proxy = false;                ///< the sm_90a proxy: TMEM is a per-CTA global image
+  std::int64_t tmem_image_bytes = 0; ///< proxy: 128 lanes x tmem_columns x 4
 };
 
 
@@ -156,6 +196,7 @@ struct KernelPlan {
   std::vector<int> wgmma_n;           ///< wgmma m64nNk16 wrappers to emit (register A)
   std::optional<PrepareOverlapModel> prepare_overlap; ///< the prepare kernel may run beside the recurrence
   NumericsPlan numerics;
+  std::optional<UmmaPlan> umma; ///< tcgen05 designs (and their sm_90a proxy)
 };
 
 } // namespace kda

@@ -2,6 +2,8 @@
 
 #include "compiler/lower/passes.hpp"
 
+#include <algorithm>
+
 namespace kda {
 
 KernelPlan lower(const ValidatedSchedule& v, const ShapeKey& shape) {
@@ -31,8 +33,14 @@ KernelPlan lower(const ValidatedSchedule& v, const ShapeKey& shape) {
   plan.wgmma_n = recipe.wgmma_n;
   plan.prepare_overlap = plan_prepare_overlap(v, recipe);
   plan.numerics = plan_numerics(s, recipe.inverse_block);
+  plan.umma = plan_umma(v, recipe);
 
   plan.fragments = recipe.common_fragments;
+  if (plan.umma && plan.umma->proxy) {
+    // the sm_90a proxy: only the tensor-memory and tcgen05.mma fragment differs
+    std::replace(plan.fragments.begin(), plan.fragments.end(), std::string("tcgen05/ops"), recipe.proxy_ops_fragment);
+    plan.workspace.cta_scratch_bytes = plan.umma->tmem_image_bytes;
+  }
   for (const EntryPlan& e : plan.entries) {
     if (std::find(plan.fragments.begin(), plan.fragments.end(), e.fragment) == plan.fragments.end()) {
       plan.fragments.push_back(e.fragment);

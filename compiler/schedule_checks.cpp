@@ -146,6 +146,9 @@ void check_target(const Schedule& s, const Target& target, std::vector<Diagnosti
       sink.push_back({path, fmt::format("target '{}' is listed twice", name)});
     }
     listed = listed || name == target.name;
+    // the sm_90a proxy runs any tcgen05 schedule that lists a tcgen05 target
+    listed = listed || (target.tcgen05_proxy && s.family == Family::tcgen05 && find_target(name) &&
+                        find_target(name)->allows(Family::tcgen05) && !find_target(name)->tcgen05_proxy);
   }
   if (s.targets.empty()) {
     sink.push_back({"/targets", "at least one target is required"});

@@ -28,8 +28,16 @@ struct Target {
   std::vector<Family> families;        ///< families whose instructions compile here
   std::int64_t smem_per_sm = 0;        ///< shared memory of one SM (blocks share it)
   int max_threads_per_sm = 0;
+  /// The NVRTC architecture when it differs from `name` (the proxy target).
+  std::string nvrtc_arch;
+  /// An sm_90a stand-in for the tcgen05 targets (issue 5, item 3): a tcgen05
+  /// schedule lowers here with TMEM and tcgen05.mma replaced (tcgen05/proxy_ops)
+  /// so that the rest of its kernel runs on Hopper. Never chosen by the router.
+  bool tcgen05_proxy = false;
 
   bool allows(Family family) const;
+  /// The string passed to NVRTC's -arch.
+  const std::string& arch() const { return nvrtc_arch.empty() ? name : nvrtc_arch; }
 };
 
 /// Every known target, in a fixed order (sm_80 first).

@@ -92,7 +92,7 @@ std::string joined(const std::vector<std::string>& names) {
 
 std::vector<std::string> default_compile_options(const Target& target, CxxStandard standard) {
   return {
-      "-arch=" + target.name,
+      "-arch=" + target.arch(),
       standard == CxxStandard::cxx20 ? "-std=c++20" : "-std=c++17",
       "--ptxas-options=-v", // one flag per --ptxas-options: "-v,--warn-on-spills" is rejected
       "-default-device",

@@ -94,7 +94,8 @@ RouteDecision route_memo(const DeviceDescription& d, const ProblemShape& p, cons
   const std::string key = fmt::format("{}.{}/{}/{}.{}/{}/{}/{}/{}/{}/{:.17g}", d.cc_major, d.cc_minor, d.sm_count,
                                       d.nvrtc_major, d.nvrtc_minor, to_string(p.layout), to_string(p.state_dtype),
                                       p.state_in || p.state_out, p.heads, options.schedule.value_or(""),
-                                      p.lower_bound.value_or(0.0));
+                                      p.lower_bound.value_or(0.0)) +
+                          "/" + options.target.value_or("");
   const std::string key_with_class =
       key + "/" + std::string(to_string(shape_class(static_cast<std::int64_t>(p.num_seqs) * p.heads, d.sm_count))) +
       "/" + (options.family ? std::string(to_string(*options.family)) : std::string());
@@ -102,7 +103,8 @@ RouteDecision route_memo(const DeviceDescription& d, const ProblemShape& p, cons
   auto it = memo.find(key_with_class);
   if (it == memo.end()) {
     it = memo.emplace(key_with_class,
-                      route(shipped_schedules(), d, p, RouteRequest{options.schedule, options.family, &tuning_table()}))
+                      route(shipped_schedules(), d, p,
+                            RouteRequest{options.schedule, options.family, &tuning_table(), options.target}))
              .first;
   }
   return it->second;
@@ -142,9 +144,13 @@ std::int64_t workspace_records(const KernelPlan& plan, const ProblemShape& p) {
   return chunks * p.heads;
 }
 
+// Chunk offsets, the records, then per-CTA scratch of the recurrent grid
+// (sequences x heads x row blocks: the tcgen05 proxy's TMEM images).
 std::int64_t workspace_bytes(const KernelPlan& plan, const ProblemShape& p) {
   const std::int64_t offsets = (static_cast<std::int64_t>(p.num_seqs) + 1) * 4;
-  return (offsets + 255) / 256 * 256 + workspace_records(plan, p) * plan.workspace.record_bytes;
+  const std::int64_t ctas = static_cast<std::int64_t>(p.num_seqs) * p.heads * (128 / plan.tiles.m_tile);
+  return (offsets + 255) / 256 * 256 + workspace_records(plan, p) * plan.workspace.record_bytes +
+         ctas * plan.workspace.cta_scratch_bytes;
 }
 
 const EntryPlan* entry_with_role(const KernelPlan& plan, KernelRole role) {

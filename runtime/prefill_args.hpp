@@ -44,6 +44,11 @@ struct PrefillOptions {
   /// recurrence when the GPU can hold both (the results are the same bits
   /// either way; false runs them one after the other).
   bool prepare_overlap = true;
+  /// Compile for this target instead of the router's choice; needs `schedule`.
+  /// The schedule must list it (or it is the sm_90a proxy of a tcgen05
+  /// schedule: `sm_90a_proxy`), and the device must run it (same CC major,
+  /// and the exact CC for an architecture-specific target); refused otherwise.
+  std::optional<std::string> target;
 };
 
 } // namespace kda

@@ -61,6 +61,26 @@ TargetChoice choose_target(const Schedule& s, const DeviceDescription& d) {
                                     fmt::join(s.targets, ", "))};
 }
 
+TargetChoice explicit_target(const Schedule& s, const std::string& name, const DeviceDescription& d) {
+  const std::optional<Target> t = find_target(name);
+  if (!t) {
+    return {std::nullopt, fmt::format("unknown target '{}' (known: {})", name, known_target_names())};
+  }
+  const bool proxy_for_it = t->tcgen05_proxy && s.family == Family::tcgen05;
+  if (!lists(s, name) && !proxy_for_it) {
+    return {std::nullopt, fmt::format("the schedule does not list target {} (it lists {})", name,
+                                      fmt::join(s.targets, ", "))};
+  }
+  const bool runs = t->cc_major == d.cc_major &&
+                    (t->variant == ArchVariant::arch_specific ? t->cc_minor == d.cc_minor : t->cc_minor <= d.cc_minor);
+  if (!runs) {
+    return {std::nullopt, fmt::format("target {} (CC {}.{}) does not run on CC {}.{}", name, t->cc_major, t->cc_minor,
+                                      d.cc_major, d.cc_minor)};
+  }
+  return {t, proxy_for_it ? fmt::format("{} was requested: the sm_90a proxy of the schedule's tcgen05 kernel", name)
+                          : fmt::format("{} was requested", name)};
+}
+
 std::string ineligibility(const Schedule& s, const Target& target, const ProblemShape& p) {
   const Eligibility& e = s.eligibility;
   if (std::find(e.layouts.begin(), e.layouts.end(), p.layout) == e.layouts.end()) {
@@ -92,6 +112,9 @@ std::string ineligibility(const Schedule& s, const Target& target, const Problem
 
 RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescription& device, const ProblemShape& p,
                     const RouteRequest& request) {
+  if (request.target && !request.schedule) {
+    throw TensorError("target", "an explicit target needs an explicit schedule");
+  }
   RouteDecision decision;
   std::string explanation;
   bool excluded_by_lower_bound = false; // some schedule had a target and failed only on lower_bound
@@ -102,7 +125,8 @@ RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescript
     if (request.family && s.family != *request.family) {
       continue;
     }
-    const TargetChoice choice = choose_target(s, device);
+    const TargetChoice choice =
+        request.target ? explicit_target(s, *request.target, device) : choose_target(s, device);
     std::string why;
     if (!choice.target) {
       why = choice.reason;

@@ -40,7 +40,14 @@ struct RouteRequest {
   std::optional<std::string> schedule; ///< an explicit schedule: refused with the reason if ineligible
   std::optional<Family> family;        ///< only this family's schedules: refused with the reasons if none is eligible
   const TuningTable* tuning = nullptr; ///< measured choices (kdajit tune); nullptr: first eligible
+  std::optional<std::string> target;   ///< an explicit target (needs `schedule`): see explicit_target
 };
+
+/// An explicitly requested target for one schedule on one device: known,
+/// listed by the schedule (or the tcgen05 proxy of a tcgen05 schedule), and
+/// runnable there (same CC major, the exact CC for an architecture-specific
+/// target); otherwise no target and the reason.
+TargetChoice explicit_target(const Schedule& schedule, const std::string& name, const DeviceDescription& device);
 
 struct RouteDecision {
   const Schedule* schedule = nullptr;

@@ -73,10 +73,12 @@ usage:
       Explain which shipped schedule and target a call gets, on the current
       GPU or on a simulated device (eligibility, target rule, tuning table).
   kdajit verify [--seqlens a,b,... | --fixed B,T] [--heads H] [--state bf16|fp32]
-                [--gate standard|minus8|plus8|bias8] [--seed N] [--schedule S] [--no-overlap] [--json]
+                [--gate standard|minus8|plus8|bias8] [--seed N] [--schedule S [--target T]] [--no-overlap] [--json]
       Run one random prefill on the GPU and check it against the CPU fp64
       reference with the tolerances of spec section 8 (routed, or schedule S;
-      --no-overlap: a prepare_overlap schedule's kernels one after the other).
+      --target T: compile it for T, e.g. sm_90a_proxy, the Hopper proxy of a
+      tcgen05 schedule; --no-overlap: a prepare_overlap schedule's kernels one
+      after the other).
   kdajit accuracy [--state fp32|bf16] [--schedule S] [--json]
       The six accuracy cases of the peers' H200 table: relative RMS error of
       output and state beside FlashKDA's and FLA's, and the ratio to FLA's.

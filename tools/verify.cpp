@@ -1,5 +1,5 @@
 // kdajit verify [--seqlens a,b,c | --fixed B,T] [--heads H] [--state bf16|fp32] [--gate G] [--seed N]
-//               [--schedule S] [--json]
+//               [--schedule S [--target T]] [--json]
 // Runs one random prefill on the GPU through the public API (packed layout,
 // state updated in place) and checks it against the CPU fp64 reference with
 // spec section 8's tolerances: per (sequence, head) relative RMS <= 1e-2 of
@@ -237,7 +237,7 @@ std::optional<VerifyGate> parse_gate(const std::string& word) {
 int verify_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   const ParsedArgs parsed =
       parse_args(args, {"--json", "--no-overlap"},
-                 {"--seqlens", "--fixed", "--heads", "--state", "--seed", "--gate", "--schedule"});
+                 {"--seqlens", "--fixed", "--heads", "--state", "--seed", "--gate", "--schedule", "--target"});
   if (!runtime::driver_status().available) {
     err << "kdajit verify: needs a GPU: " << runtime::driver_status().to_string() << "\n";
     return k_exit_no_device;
@@ -260,6 +260,10 @@ int verify_command(const std::vector<std::string>& args, std::ostream& out, std:
   }
   spec.heads = std::stoll(parsed.option("--heads").value_or("4"));
   spec.options.schedule = parsed.option("--schedule");
+  spec.options.target = parsed.option("--target");
+  if (spec.options.target && !spec.options.schedule) {
+    throw UsageError("--target needs --schedule");
+  }
   spec.options.prepare_overlap = !parsed.has("--no-overlap");
   spec.fp32_state = parsed.option("--state").value_or("bf16") == "fp32";
   spec.seed = std::stoull(parsed.option("--seed").value_or("7"));

@@ -28,10 +28,13 @@ void emit_params(const ArgAbi& abi, SourceWriter& out) {
 
 // One region's buffers in offset order as a chain of structs, each adding the
 // next group of buffers that share an offset (aliases: one anonymous union)
-// after explicit padding: `<name>_<k> : <name>_<k-1>`. NVRTC has no offsetof,
-// so each link asserts that sizeof of the chain before it (what the compiler
-// lays out from the buffers' element types and counts) plus the padding is the
-// planned offset of every buffer in the group. `first` is the chain's first
+// after explicit padding: `<name>_<k> : <name>_<k-1>`. A buffer that starts
+// inside the group (an alias of part of a larger buffer) joins its union as
+// `struct <link>_<buffer> { u8 pad[inner offset]; T <buffer>[n]; } <buffer>_at`.
+// NVRTC has no offsetof, so each link asserts that sizeof of the chain before
+// it (what the compiler lays out from the buffers' element types and counts)
+// plus the padding (and the inner padding) is the planned offset of every
+// buffer in the group. `first` is the chain's first
 // base (empty: none); returns the last link's name, or `first` when the
 // region is empty; `end` receives the last member's end.
 std::string emit_region_chain(const std::string& name, const std::string& first, std::int64_t start,
@@ -48,17 +51,28 @@ std::string emit_region_chain(const std::string& name, const std::string& first,
                                       symbols[i]->buffer, offset, at));
     }
     const std::string this_link = fmt::format("{}_{}", name, link++);
+    // the group: buffers at this offset, then those starting inside it
+    std::int64_t bytes = 0;
+    std::vector<const SmemSymbol*> group;
+    std::vector<const SmemSymbol*> nested;
+    for (; i < symbols.size() && (symbols[i]->offset == offset || symbols[i]->offset < offset + bytes); ++i) {
+      (symbols[i]->offset == offset ? group : nested).push_back(symbols[i]);
+      bytes = std::max(bytes, symbols[i]->offset - offset + symbols[i]->bytes);
+    }
+    for (const SmemSymbol* s : nested) { // an anonymous union may not declare types
+      out.line(fmt::format("struct {}_{} {{ ::kda::u8 pad[{}]; {} {}[{}]; }};", this_link, s->buffer, s->offset - offset,
+                           s->c_type, s->buffer, s->elements));
+    }
     out.open(base.empty() ? fmt::format("struct {}", this_link) : fmt::format("struct {} : {}", this_link, base));
     if (offset > at) {
       out.line(fmt::format("::kda::u8 pad[{}];", offset - at));
     }
-    std::int64_t bytes = 0;
-    std::vector<const SmemSymbol*> group;
     out.open("union");
-    for (; i < symbols.size() && symbols[i]->offset == offset; ++i) {
-      out.line(fmt::format("{} {}[{}];", symbols[i]->c_type, symbols[i]->buffer, symbols[i]->elements));
-      bytes = std::max(bytes, symbols[i]->bytes);
-      group.push_back(symbols[i]);
+    for (const SmemSymbol* s : group) {
+      out.line(fmt::format("{} {}[{}];", s->c_type, s->buffer, s->elements));
+    }
+    for (const SmemSymbol* s : nested) {
+      out.line(fmt::format("{}_{} {}_at;", this_link, s->buffer, s->buffer));
     }
     out.close(";");
     out.close(";");
@@ -68,6 +82,10 @@ std::string emit_region_chain(const std::string& name, const std::string& first,
     }
     for (const SmemSymbol* g : group) {
       out.line(fmt::format("static_assert({} == {}_OFFSET, \"{} at its planned offset\");", where, g->name, g->buffer));
+    }
+    for (const SmemSymbol* g : nested) {
+      out.line(fmt::format("static_assert({} + sizeof({}_{}::pad) == {}_OFFSET, \"{} at its planned offset\");", where,
+                           this_link, g->buffer, g->name, g->buffer));
     }
     base = this_link;
     at = offset + bytes;
@@ -149,6 +167,30 @@ void emit_entry_constants(const EntryPlan& e, SourceWriter& out) {
   out.close(fmt::format(" // namespace {}", e.plan_namespace));
 }
 
+// tcgen05: instruction descriptors, SMEM operand layouts with their
+// descriptors' constant fields, the TMEM column map (PTX ISA "Instruction
+// descriptor", "Shared Memory Descriptor", "Tensor Memory"; encoded by
+// compiler/encodings/).
+void emit_umma_constants(const UmmaPlan& u, SourceWriter& out) {
+  constant(out, "UMMA_CORE_LBO", u.core_lbo);
+  for (const UmmaOperand& o : u.operands) {
+    constant(out, fmt::format("UMMA_{}_SBO", o.name), o.sbo);
+    out.line(fmt::format("constexpr unsigned long long UMMA_DESC_{} = {:#x}ull; // LBO {}, SBO {}, no swizzle", o.name,
+                         o.desc, o.lbo, o.sbo));
+  }
+  for (const UmmaShape& sh : u.shapes) {
+    out.line(fmt::format("constexpr unsigned UMMA_IDESC_{} = {:#x}u; // M {}, N {}, bf16 -> fp32, K-major A and B",
+                         sh.name, sh.idesc, sh.m, sh.n));
+  }
+  for (const TmemRegion& r : u.tmem) {
+    constant(out, fmt::format("TMEM_{}_COL", r.name), r.column); // r.columns columns
+  }
+  constant(out, "TMEM_COLUMNS", u.tmem_columns);
+  constant(out, "TMEM_PROXY", u.proxy ? 1 : 0);
+  out.line(fmt::format("constexpr long long TMEM_IMAGE_BYTES = {}; // per CTA, the sm_90a proxy only",
+                       u.tmem_image_bytes));
+}
+
 } // namespace
 
 void emit_plan_header(const KernelPlan& plan, SourceWriter& out) {
@@ -175,6 +217,9 @@ void emit_plan_header(const KernelPlan& plan, SourceWriter& out) {
       constant(out, "WS_" + f.name + "_SBO", f.core_sbo);
       out.line(fmt::format("constexpr unsigned long long WS_{}_DESC = {:#x}ull;", f.name, encode_wgmma_descriptor(d)));
     }
+  }
+  if (plan.umma) {
+    emit_umma_constants(*plan.umma, out);
   }
   out.blank();
   emit_params(plan.abi, out);

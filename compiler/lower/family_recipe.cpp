@@ -3,6 +3,9 @@
 #include "compiler/errors.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 namespace kda {
 
@@ -36,6 +39,11 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
            {"GAMMA", 0, 128 * 4}},
           "",
           {},
+          16,
+          false,
+          {},
+          std::nullopt,
+          "",
       },
       {
           // The record is the SMEM image of the wgmma B operands (K-major core
@@ -65,6 +73,11 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
            {"GAMMA", 0, 128 * 4}},
           "record",
           {16, 128},
+          16,
+          false,
+          {},
+          std::nullopt,
+          "",
       },
       {
           // Chunk 32 with the fixed exponent anchor: the same record image at
@@ -91,6 +104,41 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           {32, 128},
           16, // T11, T22 by forward substitution, merged 16 -> 32
           true,
+          {},
+          std::nullopt,
+          "",
+      },
+      {
+          // The fused M128 chunk-32 design of seed note 000 (one kernel): the
+          // load warp and five producer groups fill a five-slot ring, the
+          // state, MMA and epilogue roles consume it in order with the fp32
+          // state in TMEM. On the sm_90a proxy target tcgen05/proxy_ops
+          // replaces tcgen05/ops; nothing else changes.
+          "tcgen05_fused_c32",
+          Family::tcgen05,
+          Decomposition::fused,
+          32,
+          {"common/prologue", "common/sequences", "common/async_copy", "tcgen05/ops", "tcgen05/fused_common",
+           "tcgen05/fused_prepare", "tcgen05/fused_consumer"},
+          {{KernelRole::fused, "tcgen05/fused_c32", "kda::frag::fused_c32",
+            {"q_raw", "ki", "v", "k_raw", "kd_anchored", "kd", "g_raw", "qd_anchored", "qd", "qd_lo", "ki_lo", "kr_t",
+             "mqk", "lmat", "tinv",
+             "g_total", "row_rnorm", "beta", "inverse_scratch", "out", "delta_t", "u_t", "slot_ready", "slot_free",
+             "tile_loaded", "v_loaded", "snapshot_ready", "projected", "delta_ready", "solved", "u_ready", "updated",
+             "o_drained", "tmem_base"},
+            {"state", "epilogue", "load", "mma", "producer"}}},
+          {KernelRole::prepare, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256},
+          {},
+          "",
+          {},
+          8, // 8 x 8 diagonal blocks, merged 8 -> 16 -> 32
+          false,
+          {128},
+          FamilyRecipe::Umma{
+              {{"PROJECT", 32}, {"SOLVE", 32}, {"UPDATE", 160}}, // S [Kd|Qd]^T per half; Delta^T T^T; U^T [Kr|Mqk^T]
+              {{"TILE", 128}, {"NARROW", 32}},                    // [rows x 128] tiles; [rows x 32] operands
+              {{"STATE", 128}, {"OUT", 32}, {"WORK", 32}, {"SNAPSHOT", 64}}}, // [S | O^T], P^T / U^T, bf16(S)
+          "tcgen05/proxy_ops",
       },
   };
   return k_recipes;
@@ -99,16 +147,19 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
 const FamilyRecipe& find_family_recipe(const Schedule& s) {
   std::string available;
   for (const FamilyRecipe& r : all_family_recipes()) {
-    if (r.family == s.family && r.decomposition == s.decomposition && r.chunk_size == s.chunk_size) {
+    const bool m_tile_ok =
+        r.m_tiles.empty() || std::find(r.m_tiles.begin(), r.m_tiles.end(), s.m_tile) != r.m_tiles.end();
+    if (r.family == s.family && r.decomposition == s.decomposition && r.chunk_size == s.chunk_size && m_tile_ok) {
       return r;
     }
-    available += fmt::format("{}{} {} chunk {}", available.empty() ? "" : ", ", to_string(r.family),
-                             to_string(r.decomposition), r.chunk_size);
+    available += fmt::format("{}{} {} chunk {}{}", available.empty() ? "" : ", ", to_string(r.family),
+                             to_string(r.decomposition), r.chunk_size,
+                             r.m_tiles.empty() ? "" : fmt::format(" m_tile {}", fmt::join(r.m_tiles, "/")));
   }
-  throw ScheduleError(s.source, {{"/family", fmt::format("no code generator yet for a {} {} design with chunk {} "
-                                                         "(available: {})",
+  throw ScheduleError(s.source, {{"/family", fmt::format("no code generator yet for a {} {} design with chunk {} and "
+                                                         "m_tile {} (available: {})",
                                                          to_string(s.family), to_string(s.decomposition),
-                                                         s.chunk_size, available)}});
+                                                         s.chunk_size, s.m_tile, available)}});
 }
 
 } // namespace kda

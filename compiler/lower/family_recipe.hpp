@@ -44,6 +44,17 @@ struct FamilyRecipe {
   /// Its prepare kernel has the chunk-major grid and publishes per-record ready
   /// flags, and its recurrence waits for them (schedule `prepare_overlap`).
   bool prepare_overlap = false;
+  /// The M tiles its fragments implement (empty: any the schedule may declare).
+  std::vector<int> m_tiles;
+  /// tcgen05 designs: what plan_umma turns into descriptors and a TMEM map.
+  struct Umma {
+    std::vector<std::pair<std::string, int>> shapes;   ///< (name, N); M is the schedule's m_tile
+    std::vector<std::pair<std::string, int>> operands; ///< (name, K elements of a row): SBO = K / 8 core matrices
+    std::vector<std::pair<std::string, int>> tmem;     ///< (name, columns), in column order
+  };
+  std::optional<Umma> umma;
+  /// The fragment that replaces `tcgen05/ops` on the sm_90a proxy target.
+  std::string proxy_ops_fragment;
 };
 
 /// The recipe for `schedule`, or a ScheduleError naming what has no generator.

@@ -53,6 +53,12 @@ std::optional<PrepareOverlapModel> plan_prepare_overlap(const ValidatedSchedule&
 /// Offsets of the workspace record (16-byte aligned fields).
 WorkspacePlan plan_workspace(const FamilyRecipe& recipe);
 
+/// A tcgen05 design's instruction and SMEM descriptors and TMEM column map
+/// (nothing for other families); the regions must fit the schedule's
+/// `tmem_columns` (ScheduleError otherwise). On the sm_90a proxy target the
+/// plan says so and sizes the per-CTA TMEM image.
+std::optional<UmmaPlan> plan_umma(const ValidatedSchedule& schedule, const FamilyRecipe& recipe);
+
 /// A design that bulk-copies whole records needs its image buffer to hold
 /// exactly one record, 16-byte aligned; ScheduleError otherwise.
 void check_record_image(const ValidatedSchedule& schedule, const WorkspacePlan& workspace);

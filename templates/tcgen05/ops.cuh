@@ -64,3 +64,90 @@ __device__ __forceinline__ void tmem_load_32x32b_x8(u32 address, float (&v)[8]) 
 }
 
 } // namespace kda
+
+// ---- the fused kernels' view of tensor memory (templates/tcgen05/fused_*) ----
+// The sm_90a proxy (tcgen05/proxy_ops) defines the same names with TMEM in a
+// per-CTA global image and the MMAs computed by the issuing warp: the fused
+// kernel's source is otherwise the same on both.
+namespace kda {
+
+// The CTA's tensor memory: the base address tcgen05.alloc wrote (lane 0, its first column).
+struct TmemSpace {
+  u32 base;
+};
+
+// One full warp: allocates `columns` and lets other CTAs allocate after it.
+__device__ __forceinline__ void tmem_allocate_warp(u32* slot, u32 columns) {
+  tmem_alloc(slot, columns);
+  tmem_relinquish_alloc_permit();
+}
+
+template <class Params>
+__device__ __forceinline__ TmemSpace tmem_open(const Params&, const u32* slot) {
+  return TmemSpace{*slot};
+}
+
+// One full warp, after every TMEM access of the CTA.
+__device__ __forceinline__ void tmem_free_warp(const TmemSpace& t, u32 columns) {
+  tmem_dealloc(t.base, columns);
+}
+
+// Lane quarter of the calling warp: a warp reaches TMEM lanes 32 (warp % 4) .. + 31 (PTX ISA, tcgen05 data movement).
+__device__ __forceinline__ u32 tmem_warp_lanes(const TmemSpace& t, u32 column) {
+  return t.base + ((32u * ((threadIdx.x >> 5) & 3u)) << 16) + column;
+}
+
+// 8 columns of this thread's lane, fp32 (waits for the load).
+__device__ __forceinline__ void tmem_load8(const TmemSpace& t, u32 column, float (&v)[8]) {
+  tmem_load_32x32b_x8(tmem_warp_lanes(t, column), v);
+}
+
+// 4 or 8 columns of this thread's lane; tmem_wait_store before another thread relies on them.
+__device__ __forceinline__ void tmem_store4(const TmemSpace& t, u32 column, const u32 (&v)[4]) {
+  asm volatile("tcgen05.st.sync.aligned.32x32b.x4.b32 [%0], {%1, %2, %3, %4};" ::"r"(tmem_warp_lanes(t, column)),
+               "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3])
+               : "memory");
+}
+
+__device__ __forceinline__ void tmem_store8(const TmemSpace& t, u32 column, const u32 (&v)[8]) {
+  asm volatile("tcgen05.st.sync.aligned.32x32b.x8.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8};" ::"r"(
+                   tmem_warp_lanes(t, column)),
+               "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3]), "r"(v[4]), "r"(v[5]), "r"(v[6]), "r"(v[7])
+               : "memory");
+}
+
+__device__ __forceinline__ void tmem_wait_store() {
+  asm volatile("tcgen05.wait::st.sync.aligned;" ::: "memory");
+}
+
+// The MMA warp: D[d_col ..] (+)= A x B^T with A and B from SMEM descriptors;
+// lane 0 issues (tcgen05.mma is a single-thread instruction).
+__device__ __forceinline__ void umma_ss_warp(const TmemSpace& t, u32 d_col, u64 a_desc, u64 b_desc, u32 idesc,
+                                             int accumulate) {
+  if ((threadIdx.x & 31) == 0) {
+    tcgen05_mma_f16(t.base + d_col, a_desc, b_desc, idesc, accumulate);
+  }
+  __syncwarp();
+}
+
+// The same with A in TMEM (columns a_col .., bf16 pairs, lanes = rows of A).
+__device__ __forceinline__ void umma_ts_warp(const TmemSpace& t, u32 d_col, u32 a_col, u64 b_desc, u32 idesc,
+                                             int accumulate) {
+  if ((threadIdx.x & 31) == 0) {
+    asm volatile("{\n.reg .pred acc;\nsetp.ne.b32 acc, %4, 0;\n"
+                 "tcgen05.mma.cta_group::1.kind::f16 [%0], [%1], %2, %3, acc;\n}\n" ::"r"(t.base + d_col),
+                 "r"(t.base + a_col), "l"(b_desc), "r"(idesc), "r"(accumulate)
+                 : "memory");
+  }
+  __syncwarp();
+}
+
+// The MMA warp: `bar` receives one arrival once every MMA issued so far has completed.
+__device__ __forceinline__ void umma_commit_warp(u64* bar) {
+  if ((threadIdx.x & 31) == 0) {
+    tcgen05_commit(bar);
+  }
+  __syncwarp();
+}
+
+} // namespace kda

@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 using namespace kda;
 using Catch::Contains;
 
@@ -68,7 +70,81 @@ TEST_CASE("a plan whose buffers do not match the fragments cannot be lowered", "
   }
 }
 
-TEST_CASE("families without a generator are refused with the reason", "[compiler][lower]") {
-  CHECK_THROWS_WITH(lower_shipped("sm100_m128_c32", "sm_100a", LayoutKind::fixed),
-                    Contains("no code generator yet for a tcgen05 fused design with chunk 32"));
+TEST_CASE("designs without a generator are refused with the reason", "[compiler][lower]") {
+  CHECK_THROWS_WITH(lower_shipped("sm100_m64_c32", "sm_100a", LayoutKind::fixed),
+                    Contains("no code generator yet for a tcgen05 fused design with chunk 32 and m_tile 64") &&
+                        Contains("tcgen05 fused chunk 32 m_tile 128"));
+  CHECK_THROWS_WITH(lower_shipped("sm100_n16_c16", "sm_100a", LayoutKind::fixed),
+                    Contains("no code generator yet for a tcgen05 fused design with chunk 16"));
+}
+
+TEST_CASE("the fused M128 design lowers to one kernel with its tcgen05 encodings and TMEM map", "[compiler][lower][tcgen05]") {
+  const KernelPlan plan = lower_shipped("sm100_m128_c32", "sm_100a", LayoutKind::fixed);
+  REQUIRE(plan.entries.size() == 1);
+  const EntryPlan& main = plan.entries[0];
+  CHECK(main.entry_name == "kda_prefill_sm100_m128_c32_main");
+  CHECK(main.launch.threads == 960);
+  CHECK(main.launch.grid == GridRule::sequences_by_heads);
+  const ValidatedSchedule v = validate(test::shipped_schedule("sm100_m128_c32"), test::target_named("sm_100a"));
+  CHECK(main.launch.dynamic_smem == v.kernels()[0].smem.total_bytes); // the plan's SMEM, not the target's maximum
+  CHECK(main.pipeline.stages == 5);
+  CHECK(main.pipeline.producer_groups == 5);
+  CHECK(plan.workspace.record_bytes == 0); // fused: nothing leaves the SM between prepare and recurrence
+  CHECK(plan.workspace.cta_scratch_bytes == 0);
+  CHECK(plan.numerics.inverse_block == 8);
+  CHECK(plan.numerics.anchor_rows == 16);
+  REQUIRE(plan.umma.has_value());
+  const UmmaPlan& u = *plan.umma;
+  CHECK_FALSE(u.proxy);
+  CHECK(u.tmem_columns == 256);
+  // [S | O^T] side by side (one accumulator, N 160), the work block, the bf16 snapshot
+  REQUIRE(u.tmem.size() == 4);
+  CHECK((u.tmem[0].name == "STATE" && u.tmem[0].column == 0 && u.tmem[0].columns == 128));
+  CHECK((u.tmem[1].name == "OUT" && u.tmem[1].column == 128));
+  CHECK((u.tmem[2].name == "WORK" && u.tmem[2].column == 160));
+  CHECK((u.tmem[3].name == "SNAPSHOT" && u.tmem[3].column == 192 && u.tmem[3].columns == 64));
+  REQUIRE(u.shapes.size() == 3);
+  CHECK((u.shapes[2].name == "UPDATE" && u.shapes[2].m == 128 && u.shapes[2].n == 160));
+  // N >> 3 in bits 17-22, M >> 4 in bits 24-28, bf16 A/B (bits 7-9, 10-12 = 1), f32 D (bits 4-5 = 1)
+  CHECK(u.shapes[2].idesc == ((160u >> 3) << 17 | (128u >> 4) << 24 | 1u << 10 | 1u << 7 | 1u << 4));
+  REQUIRE(u.operands.size() == 2);
+  CHECK((u.operands[0].name == "TILE" && u.operands[0].sbo == 2048 && u.operands[0].lbo == 128));
+  CHECK((u.operands[1].name == "NARROW" && u.operands[1].sbo == 512));
+  CHECK(u.operands[1].desc == (1ull << 46 | (512ull >> 4) << 32 | (128ull >> 4) << 16));
+  CHECK(std::find(plan.fragments.begin(), plan.fragments.end(), "tcgen05/ops") != plan.fragments.end());
+}
+
+TEST_CASE("the sm_90a proxy lowers the same plan with only the TMEM/MMA fragment replaced", "[compiler][lower][tcgen05]") {
+  const KernelPlan blackwell = lower_shipped("sm100_m128_c32", "sm_100a", LayoutKind::packed, StatePrecision::fp32);
+  const KernelPlan proxy = lower_shipped("sm100_m128_c32", "sm_90a_proxy", LayoutKind::packed, StatePrecision::fp32);
+  CHECK(proxy.target.arch() == "sm_90a");
+  REQUIRE(proxy.umma.has_value());
+  CHECK(proxy.umma->proxy);
+  CHECK(proxy.umma->tmem_image_bytes == 128 * 256 * 4);
+  CHECK(proxy.workspace.cta_scratch_bytes == 128 * 256 * 4);
+  REQUIRE(proxy.fragments.size() == blackwell.fragments.size());
+  int differing = 0;
+  for (std::size_t i = 0; i < proxy.fragments.size(); ++i) {
+    if (proxy.fragments[i] != blackwell.fragments[i]) {
+      ++differing;
+      CHECK(blackwell.fragments[i] == "tcgen05/ops");
+      CHECK(proxy.fragments[i] == "tcgen05/proxy_ops");
+    }
+  }
+  CHECK(differing == 1);
+  REQUIRE(proxy.entries.size() == blackwell.entries.size());
+  for (std::size_t e = 0; e < proxy.entries.size(); ++e) {
+    CHECK(proxy.entries[e].launch.dynamic_smem == blackwell.entries[e].launch.dynamic_smem);
+    CHECK(proxy.entries[e].launch.threads == blackwell.entries[e].launch.threads);
+    REQUIRE(proxy.entries[e].smem.size() == blackwell.entries[e].smem.size());
+    for (std::size_t b = 0; b < proxy.entries[e].smem.size(); ++b) {
+      CHECK(proxy.entries[e].smem[b].offset == blackwell.entries[e].smem[b].offset);
+    }
+  }
+  for (std::size_t i = 0; i < proxy.umma->shapes.size(); ++i) {
+    CHECK(proxy.umma->shapes[i].idesc == blackwell.umma->shapes[i].idesc);
+  }
+  // the proxy is not a target a schedule lists, and no other family lowers there
+  CHECK_THROWS_WITH(lower_shipped("sm90_wgmma_c32", "sm_90a_proxy", LayoutKind::fixed),
+                    Contains("the schedule does not list target sm_90a_proxy"));
 }

@@ -16,7 +16,7 @@ TEST_CASE("target table matches architecture.md", "[compiler][target]") {
                       {"sm_90a", 232'448, 0, true, false},    {"sm_100a", 232'448, 512, false, true},
                       {"sm_100f", 232'448, 512, false, true}, {"sm_103a", 232'448, 512, false, true},
                       {"sm_120a", 101'376, 0, false, false}};
-  REQUIRE(all_targets().size() == std::size(rows));
+  REQUIRE(all_targets().size() == std::size(rows) + 1); // and the tcgen05 proxy below
   for (const Row& row : rows) {
     INFO(row.name);
     const std::optional<Target> t = find_target(row.name);
@@ -28,6 +28,17 @@ TEST_CASE("target table matches architecture.md", "[compiler][target]") {
     CHECK(t->allows(Family::tcgen05) == row.tcgen05);
   }
   CHECK_FALSE(find_target("sm_101a").has_value());
+  // The sm_90a proxy of the tcgen05 targets: compiled as sm_90a, only tcgen05 schedules.
+  const std::optional<Target> proxy = find_target("sm_90a_proxy");
+  REQUIRE(proxy.has_value());
+  CHECK(proxy->tcgen05_proxy);
+  CHECK(proxy->arch() == "sm_90a");
+  CHECK(proxy->allows(Family::tcgen05));
+  CHECK_FALSE(proxy->allows(Family::wgmma));
+  CHECK(proxy->max_smem_per_block == 232'448);
+  for (const Target& t : all_targets()) {
+    CHECK((t.tcgen05_proxy || t.arch() == t.name));
+  }
   CHECK(find_target("sm_100f")->variant == ArchVariant::family);
   CHECK(find_target("sm_103a")->cc_minor == 3);
 }

@@ -117,17 +117,22 @@ TEST_CASE("every generated schedule's emulated numerics meet spec section 8 agai
 // (Kd_a, Qd_a, Ki) to bf16. Emulated, that misses spec section 8 on the
 // output of a one-token sequence with fast decay (g = +8): q.k of one token is
 // a near-cancelling sum that bf16 operands cannot resolve (the portable kernel
-// hit the same at 6e-2 and forms L and Mqk from split hi + lo operands). With
-// those three points taken out, i.e. near-fp32 products, the same plan passes.
-TEST_CASE("the seed's chunk-32 rounding plan needs near-fp32 L and Mqk products", "[reference][emulation]") {
+// hit the same at 6e-2 and forms L and Mqk from split hi + lo operands). The
+// shipped sm100_m128_c32 therefore keeps Qd_a and Ki as split hi + lo pairs
+// (near-fp32 Mqk; L from bf16 Kd_a and split Ki) and passes; adding the two
+// points back gives the seed's plan, which fails.
+TEST_CASE("the seed's chunk-32 rounding plan needs near-fp32 Mqk products", "[reference][emulation]") {
   const kda::Schedule& s = *kda::find_shipped_schedule("sm100_m128_c32");
   double departure = 0.0;
-  const RmsErrors as_planned = emulate_schedule(s, emulation_of(s), 9100, departure);
-  CHECK(as_planned.output > 1e-2);
+  ChunkConfig seed_plan = emulation_of(s);
+  CHECK(seed_plan.rounding->has("kd_anchored"));
+  CHECK_FALSE(seed_plan.rounding->has("qd_anchored"));
+  CHECK_FALSE(seed_plan.rounding->has("ki"));
+  seed_plan.rounding->bf16.insert("qd_anchored");
+  seed_plan.rounding->bf16.insert("ki");
+  const RmsErrors as_seeded = emulate_schedule(s, seed_plan, 9100, departure);
+  CHECK(as_seeded.output > 1e-2);
   ChunkConfig split = emulation_of(s);
-  for (const char* point : {"kd_anchored", "qd_anchored", "ki"}) {
-    split.rounding->bf16.erase(point);
-  }
   const RmsErrors with_split = emulate_schedule(s, split, 9100, departure);
   CHECK(with_split.output <= 1e-2);
   CHECK(with_split.final_state <= 1e-2);

@@ -118,6 +118,7 @@ GpuCaseReport run_gpu_case(const GpuCase& c, const std::optional<std::string>& s
   PrefillOptions call_options;
   call_options.schedule = schedule;
   call_options.prepare_overlap = c.prepare_overlap;
+  call_options.target = c.target;
   PrefillResult result = recurrent_kda_prefill(args, call_options);
   GpuCaseReport report;
   report.schedule = result.schedule;

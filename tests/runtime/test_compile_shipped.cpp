@@ -3,6 +3,7 @@
 // the runtime uses: the entries land in the test cache dir that every test
 // shares (KDAJIT_CACHE_DIR, set by ctest).
 #include "../compiler/schedule_fixtures.hpp"
+#include "compiler/emit/emit_cuda.hpp"
 #include "compiler/lower.hpp"
 #include "compiler/lower/family_recipe.hpp"
 #include "compiler/validated_schedule.hpp"
@@ -89,5 +90,37 @@ TEST_CASE("a prepare kernel with a 2-slot ring and 4 chunks per CTA compiles wit
     if (ep.name.ends_with("_prepare")) {
       CHECK(ep.resources.value("registers", 0) <= 65536 / (128 * 5)); // __launch_bounds__(128, 5)
     }
+  }
+}
+
+// Issue 5: the fused M128 kernel for Blackwell (tcgen05 instructions, no
+// spills at 960 threads, the plan's dynamic SMEM) and, from the same plan, its
+// sm_90a proxy (no tcgen05 instruction; the emulated MMA may spill a few
+// bytes: it only has to be right, and only on the H200).
+TEST_CASE("the fused M128 kernel compiles for Blackwell and, with only its TMEM/MMA fragment replaced, for the sm_90a proxy",
+          "[runtime][compile][tcgen05]") {
+  const Schedule& s = *find_shipped_schedule("sm100_m128_c32");
+  ShapeKey shape;
+  for (const char* name : {"sm_100a", "sm_100f", "sm_103a", "sm_90a_proxy"}) {
+    INFO(name);
+    const Target target = *find_target(name);
+    const std::shared_ptr<const PreparedKernel> k = KernelRegistry::instance().prepare(s, target, shape);
+    REQUIRE(k->entry);
+    const std::string text = emit_cuda(k->plan).text;
+    const bool proxy = target.tcgen05_proxy;
+    CHECK((text.find("tcgen05.mma.cta_group::1.kind::f16") != std::string::npos) == !proxy);
+    CHECK((text.find("tcgen05.alloc.cta_group::1.sync") != std::string::npos) == !proxy);
+    CHECK((text.find("kdajit fragment: tcgen05/proxy_ops") != std::string::npos) == proxy);
+    REQUIRE(k->entry->manifest.entry_points.size() == 1);
+    const nlohmann::json& r = k->entry->manifest.entry_points[0].resources;
+    INFO(r.dump());
+    CHECK(r.value("registers", 0) <= 64); // 960 threads: at most 64 registers each
+    if (!proxy) {
+      CHECK(r.value("spill_store_bytes", -1) == 0);
+      CHECK(r.value("stack_frame_bytes", -1) == 0);
+    }
+    const ValidatedSchedule v = validate(s, target);
+    CHECK(k->plan.entries[0].launch.dynamic_smem == v.kernels()[0].smem.total_bytes);
+    CHECK(k->plan.entries[0].launch.threads == 960);
   }
 }

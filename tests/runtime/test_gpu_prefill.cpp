@@ -105,9 +105,11 @@ std::vector<std::string> schedules_with_a_generator() {
   for (const kda::Schedule& s : kda::shipped_schedules()) {
     try {
       kda::find_family_recipe(s);
-      names.push_back(s.name);
+      if (s.family != kda::Family::tcgen05) { // Blackwell code: its sm_90a proxy has its own test
+        names.push_back(s.name);
+      }
     } catch (const kda::ScheduleError&) {
-      // a plan without a generator yet (tcgen05, fused chunk 32)
+      // a plan without a generator yet (tcgen05 M64 and N16)
     }
   }
   return names;

@@ -56,7 +56,7 @@ TEST_CASE("nvrtc compiler: mma.sync kernel compiles to a cubin for every target"
     CHECK(module.options == runtime::default_compile_options(target));
     CHECK(module.nvrtc_version == compiler.version());
     CHECK(module.compile_ms > 0.0);
-    CHECK_THAT(module.log, Contains("Compiling entry function 'kda_test_mma' for '" + target.name + "'"));
+    CHECK_THAT(module.log, Contains("Compiling entry function 'kda_test_mma' for '" + target.arch() + "'"));
     REQUIRE(module.resources.size() == 2);
     const runtime::ResourceUsage& mma = module.resources.at("kda_test_mma");
     CHECK(mma.registers > 0);

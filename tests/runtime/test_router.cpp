@@ -213,19 +213,31 @@ TEST_CASE("router: explicit and unknown schedule requests", "[runtime][router]")
   }
 }
 
-TEST_CASE("router: CC 10.0 and 10.3 route to portable_c16 until the tcgen05 designs have a generator",
+TEST_CASE("router: CC 10.0 and 10.3 list the fused M128 design as eligible; auto takes it only from a measured table",
           "[runtime][router]") {
   for (const DeviceDescription& d : {device(10, 0, 13, 0), device(10, 0, 12, 8), device(10, 3, 13, 0)}) {
     INFO("CC " << d.cc_major << "." << d.cc_minor << " NVRTC " << d.nvrtc_major << "." << d.nvrtc_minor);
+    const std::string family_target = d.nvrtc_major >= 13 ? "sm_100f" : (d.cc_minor == 3 ? "sm_103a" : "sm_100a");
+    // no measured table for Blackwell ships: the first eligible schedule
     const RouteDecision r = route(shipped_schedules(), d, problem(), {});
     CHECK(r.schedule->name == "portable_c16");
-    CHECK(r.target.name == (d.nvrtc_major >= 13 ? "sm_100f" : "sm_100a"));
-    for (const char* name : {"sm100_m128_c32", "sm100_m64_c32", "sm100_n16_c16"}) {
+    CHECK_THAT(r.explanation, Contains("sm100_m128_c32: eligible on " + family_target));
+    for (const char* name : {"sm100_m64_c32", "sm100_n16_c16"}) {
       CHECK_THAT(r.explanation, Contains(std::string(name) + ": not eligible: no code generator yet"));
       // asked for by name, the design is refused with the exact reason
       const std::string m = route_refusal(shipped_schedules(), d, problem(), RouteRequest{std::string(name)});
       CHECK_THAT(m, Contains("no code generator yet for a tcgen05 fused design"));
     }
+    // asked for by name, M128 runs on the family (CUDA >= 12.9) or architecture-specific target
+    const RouteDecision m128 = route(shipped_schedules(), d, problem(), RouteRequest{std::string("sm100_m128_c32")});
+    CHECK(m128.schedule->name == "sm100_m128_c32");
+    CHECK(m128.target.name == family_target);
+    // a table measured on such a device (kdajit tune) picks it
+    TuningTable table;
+    table.set(tuning_device_key(d.cc_major, d.cc_minor, d.sm_count), shape_class(2 * 4, d.sm_count), "sm100_m128_c32");
+    RouteRequest tuned;
+    tuned.tuning = &table;
+    CHECK(route(shipped_schedules(), d, problem(), tuned).schedule->name == "sm100_m128_c32");
     CHECK_THAT(r.explanation, Contains("sm120_c32: not eligible: no target for CC 10."));
     CHECK_THAT(r.explanation, Contains("portable_c16_m64: not eligible: no target for CC 10."));
   }
@@ -310,13 +322,41 @@ TEST_CASE("router: a family request chooses only among that family and is refuse
   CHECK(portable.schedule->family == Family::warp_mma);
   CHECK_THAT(portable.explanation, Contains("not a warp_mma schedule; first eligible"));
 
-  // No tcgen05 generator yet: a Blackwell device refuses the family with each schedule's reason.
+  // The tcgen05 family on a Blackwell device: M128, the only one with a generator.
   RouteRequest tcgen05;
   tcgen05.family = Family::tcgen05;
-  CHECK_THROWS_WITH(route(shipped_schedules(), device(10, 0), problem(), tcgen05),
-                    Contains("argument 'family': no eligible tcgen05 schedule for CC 10.0") &&
-                        Contains("sm100_m128_c32: not eligible: no code generator yet"));
+  const RouteDecision b200 = route(shipped_schedules(), device(10, 0), problem(), tcgen05);
+  CHECK(b200.schedule->name == "sm100_m128_c32");
+  CHECK_THAT(b200.explanation, Contains("sm100_m64_c32: not eligible: no code generator yet"));
   // and the same request on a Hopper device names no target for its schedules
   CHECK_THROWS_WITH(route(shipped_schedules(), device(9, 0), problem(), tcgen05),
                     Contains("sm100_n16_c16: not eligible: no target for CC 9.0"));
+}
+
+TEST_CASE("router: an explicit target (the sm_90a proxy) needs the schedule and a device that runs it", "[runtime][router]") {
+  RouteRequest proxy{std::string("sm100_m128_c32")};
+  proxy.target = "sm_90a_proxy";
+  const RouteDecision h200 = route(shipped_schedules(), device(9, 0), problem(), proxy);
+  CHECK(h200.schedule->name == "sm100_m128_c32");
+  CHECK(h200.target.name == "sm_90a_proxy");
+  CHECK_THAT(h200.explanation, Contains("the sm_90a proxy of the schedule's tcgen05 kernel"));
+  // not on a Blackwell device (the proxy is sm_90a code)
+  CHECK_THAT(route_refusal(shipped_schedules(), device(10, 0), problem(), proxy),
+             Contains("target sm_90a_proxy (CC 9.0) does not run on CC 10.0"));
+  // only a tcgen05 schedule has a proxy
+  RouteRequest wgmma{std::string("sm90_wgmma_c32")};
+  wgmma.target = "sm_90a_proxy";
+  CHECK_THAT(route_refusal(shipped_schedules(), device(9, 0), problem(), wgmma),
+             Contains("the schedule does not list target sm_90a_proxy"));
+  RouteRequest blackwell{std::string("sm100_m128_c32")};
+  blackwell.target = "sm_100a";
+  CHECK_THAT(route_refusal(shipped_schedules(), device(9, 0), problem(), blackwell),
+             Contains("target sm_100a (CC 10.0) does not run on CC 9.0"));
+  RouteRequest unknown{std::string("sm100_m128_c32")};
+  unknown.target = "sm_99z";
+  CHECK_THAT(route_refusal(shipped_schedules(), device(9, 0), problem(), unknown), Contains("unknown target 'sm_99z'"));
+  RouteRequest no_schedule;
+  no_schedule.target = "sm_90a_proxy";
+  CHECK_THROWS_WITH(route(shipped_schedules(), device(9, 0), problem(), no_schedule),
+                    Contains("an explicit target needs an explicit schedule"));
 }

@@ -25,7 +25,7 @@ std::string bad_file(const std::string& name) {
 TEST_CASE("schedule check: valid schedules exit 0 with one line per target", "[tools][cli]") {
   const test::CliRun run = test::run_kdajit({"schedule", "check", schedule_file("sm100_m128_c32")});
   CHECK(run.exit_code == tools::k_exit_ok);
-  CHECK_THAT(run.out, Contains("sm100_m128_c32 on sm_100a: valid, SMEM 207,012 B of 232,448 B, TMEM 256 columns"));
+  CHECK_THAT(run.out, Contains("sm100_m128_c32 on sm_100a: valid, SMEM 227,620 B of 232,448 B, TMEM 256 columns"));
   CHECK_THAT(run.out, Contains("sm100_m128_c32 on sm_103a: valid"));
   const test::CliRun one = test::run_kdajit({"schedule", "check", schedule_file("sm120_c32"), "--target", "sm_120a"});
   CHECK(one.exit_code == tools::k_exit_ok);
@@ -59,9 +59,9 @@ TEST_CASE("schedule explain shows offsets, lifetimes, aliases, totals and TMEM",
   const test::CliRun run =
       test::run_kdajit({"schedule", "explain", schedule_file("sm100_m128_c32"), "--target", "sm_100a"});
   CHECK(run.exit_code == tools::k_exit_ok);
-  CHECK_THAT(run.out, Contains("kr_mqkt"));
+  CHECK_THAT(run.out, Contains("kr_t             24576   32767   8,192  bf16[128x32]     [restore, update)        qd_lo"));
   CHECK_THAT(run.out, Contains("[restore, residual)"));
-  CHECK_THAT(run.out, Contains("total              207,012 B of 232,448 B on sm_100a (25,436 B headroom)"));
+  CHECK_THAT(run.out, Contains("total              227,620 B of 232,448 B on sm_100a (4,828 B headroom)"));
   CHECK_THAT(run.out, Contains("TMEM: 256 columns used, 256 allocated"));
 
   const test::CliRun js =

@@ -1,0 +1,332 @@
+// kdajit fragment: tcgen05/fused_prepare
+// The load warp and the producer groups of the fused chunk-32 kernel (seed
+// note 000): producer group p prepares chunks p, p + G, p + 2G, ... (G =
+// PRODUCER_GROUPS = STAGES) in ring slot c mod STAGES = p while the consumer
+// roles take the chunks in order. Per chunk:
+//   load (load warp, chunks in order): once the slot is free (the update of
+//            chunk c - STAGES has committed), the raw q, k, g tiles with
+//            16-byte cp.async (rows past the sequence end zero-filled), then
+//            one cp.async arrival per lane on tile_loaded
+//   norm:    1 / sqrt(sum x^2 + 1e-6) of the q and k rows (two threads a row);
+//            beta = sigmoid(logit) of the valid rows
+//   gate:    thread j owns key column j: a2 = gate_scale sigmoid(exp(A_log) (g + dt_bias)),
+//            G_i its prefix over the rows (fp32, in order), g_total = G_31
+//   center:  anchored operands over the raw tiles, element for element by the
+//            thread that read them: Kda = k^ 2^(G - C_a) rounded once to bf16;
+//            Qda = scale q^ 2^(G - C_a) and Ki = k^ 2^(C_a - G) as split pairs
+//            hi = bf16(x) (over the raw tiles) and lo = bf16(x - hi) (qd_lo, ki_lo)
+//            (C_a = ANCHOR_ROWS x gate_scale)
+//   mqk:     warp w: rows 16 (w % 2) .. of Kda Ki^T (w < 2: hi x hi + hi x lo)
+//            or Qda Ki^T (hi x hi + hi x lo + lo x hi) by mma.sync m16n8k16
+//            over K = 128 (near-fp32 Mqk: with bf16 Qda and Ki a one-token
+//            sequence misses spec section 8, see schedules/README.md); once
+//            the group is past the lo tiles: L = diag(beta) strict-lower, bf16,
+//            to lmat; Mqk = lower-incl, bf16, to mqk (rows 128 .. of the fused
+//            GEMM's B operand [Kr | Mqk^T], right after kr_t)
+//   inverse: T = (I + L)^-1 blocked 8 -> 16 -> 32 in fp32 (inverse_scratch):
+//            8 x 8 diagonal blocks by forward substitution, then T21 = -T22 (L21 T11)
+//            at 16 and at 32; T rounded once to bf16 into tinv (over lmat)
+//   restore: Kd = Kda 2^C_a, Qd = Qda_hi 2^C_a (bf16, in place), Kr = Ki_hi 2^(G_tot - C_a)
+//            (bf16) to kr_t (Kr^T rows); then V over ki (cp.async, one
+//            arrival per thread on v_loaded), and slot_ready once the group has
+//            fenced its operand stores for the async proxy
+// Uses kda_plan::main::*, UMMA_TILE_SBO, UMMA_NARROW_SBO.
+namespace kda {
+namespace frag {
+
+__device__ __forceinline__ void load_raw_tiles(const kda_plan::KdaParams& p, const FusedBarriers& bar, u8* smem,
+                                               const SequenceSpan& seq, int h, i64 chunks) {
+  namespace F = kda_plan::main;
+  constexpr int C = kda_plan::CHUNK_SIZE;
+  constexpr int PARTS = kda_plan::HEAD_DIM / 8; // 16-byte pieces of a row
+  const int lane = threadIdx.x & 31;
+  for (i64 c = 0; c < chunks; ++c) {
+    const RingChunk r = ring_chunk(smem, seq, c);
+    if (c >= F::STAGES) {
+      mbarrier_wait(bar.slot_free + r.slot, r.round_parity ^ 1u); // chunk c - STAGES has left the slot
+    }
+    const void* const sources[3] = {p.q, p.k, p.g};
+    const int targets[3] = {F::Q_RAW_OFFSET, F::K_RAW_OFFSET, F::G_RAW_OFFSET};
+#pragma unroll
+    for (int tile = 0; tile < 3; ++tile) {
+      for (int i = lane; i < C * PARTS; i += 32) {
+        const int row = i / PARTS;
+        const int part = i % PARTS;
+        const bool ok = row < r.valid;
+        cp_async_16(r.base + targets[tile] + core_at(row, 8 * part, kda_plan::UMMA_TILE_SBO),
+                    ok ? token_row(sources[tile], seq, c * C + row, p.heads, h, part) : sources[tile], ok);
+      }
+    }
+    cp_async_arrive_noinc(bar.tile_loaded + r.slot);
+  }
+}
+
+// Rows 8 b .. 8 b + 7 of T = (I + L)^-1 restricted to the diagonal block b, column j (forward substitution).
+__device__ __forceinline__ void diagonal_block_inverse(const u16* lmat, float* t, int b, int j) {
+  constexpr int C = kda_plan::CHUNK_SIZE;
+  constexpr int B = kda_plan::INVERSE_BLOCK;
+  float col[B];
+#pragma unroll
+  for (int i = 0; i < B; ++i) {
+    float s = i == j ? 1.0f : 0.0f;
+    if (i > j) {
+#pragma unroll
+      for (int m = 0; m < i; ++m) {
+        if (m >= j) {
+          s -= bf16_bits_to_float(lmat[(B * b + i) * C + B * b + m]) * col[m];
+        }
+      }
+    }
+    col[i] = s;
+    t[(B * b + i) * C + B * b + j] = s;
+  }
+}
+
+__device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, const FusedBarriers& bar, u8* smem,
+                                              const SequenceSpan& seq, int h, i64 chunks, int group, int gt) {
+  namespace F = kda_plan::main;
+  constexpr int C = kda_plan::CHUNK_SIZE;
+  constexpr int D = kda_plan::HEAD_DIM;
+  constexpr int B = kda_plan::INVERSE_BLOCK;
+  constexpr int THREADS = 32 * F::PRODUCER_WARPS / F::PRODUCER_GROUPS;
+  constexpr int TS = kda_plan::UMMA_TILE_SBO;
+  constexpr int NS = kda_plan::UMMA_NARROW_SBO;
+  static_assert(C == 32 && D == 128 && THREADS == D, "chunk 32: a producer group of 128 threads, one per key column");
+  static_assert(F::PRODUCER_GROUPS == F::STAGES, "producer group p fills ring slot p");
+  static_assert(B == 8 && C == 4 * B, "the inverse: 8 x 8 blocks, merged 8 -> 16 -> 32");
+  static_assert(kda_plan::ANCHOR_ROWS == C / 2, "C_a = (C / 2) gate_scale");
+  static_assert(F::KI_OFFSET == F::Q_RAW_OFFSET && F::KD_ANCHORED_OFFSET == F::K_RAW_OFFSET &&
+                    F::QD_ANCHORED_OFFSET == F::G_RAW_OFFSET && F::KD_OFFSET == F::KD_ANCHORED_OFFSET &&
+                    F::QD_OFFSET == F::QD_ANCHORED_OFFSET && F::V_OFFSET == F::KI_OFFSET &&
+                    F::TINV_OFFSET == F::LMAT_OFFSET,
+                "center, restore and the inverse work in place; V arrives over ki");
+  static_assert(F::MQK_OFFSET == F::KR_T_OFFSET + F::KR_T_BYTES && F::KR_T_BYTES == (D / 8) * NS,
+                "kr_t and mqk are one operand: [Kr | Mqk^T], N = D + C rows of C keys");
+  const int barrier_id = 1 + group;
+  const int warp = gt >> 5;
+  const int lane = gt & 31;
+  const int j = gt; // key column of gate, center and restore
+  const float a_scale = __expf(p.a_log[h]);
+  const float bias = p.dt_bias[h * D + j];
+  const float anchor = static_cast<float>(kda_plan::ANCHOR_ROWS) * p.gate_scale;
+  for (i64 c = group; c < chunks; c += F::PRODUCER_GROUPS) {
+    const RingChunk r = ring_chunk(smem, seq, c);
+    u8* const q_raw = r.base + F::Q_RAW_OFFSET;
+    u8* const k_raw = r.base + F::K_RAW_OFFSET;
+    u8* const g_raw = r.base + F::G_RAW_OFFSET;
+    float* const rnorm = reinterpret_cast<float*>(r.base + F::ROW_RNORM_OFFSET); // [q, k][C]
+    float* const beta = reinterpret_cast<float*>(r.base + F::BETA_OFFSET);
+    float* const g_total = reinterpret_cast<float*>(r.base + F::G_TOTAL_OFFSET);
+    u16* const lmat = reinterpret_cast<u16*>(r.base + F::LMAT_OFFSET); // [C][C] row-major
+    float* const tf = reinterpret_cast<float*>(r.base + F::INVERSE_SCRATCH_OFFSET); // [C][C]
+    u8* const kr_t = r.base + F::KR_T_OFFSET; // [D][C] core matrices: Kr^T
+    u8* const mqk = r.base + F::MQK_OFFSET;   // [C][C] core matrices: Mqk (rows D .. of the operand)
+    u8* const qd_lo = r.base + F::QD_LO_OFFSET;
+    u8* const ki_lo = r.base + F::KI_LO_OFFSET;
+    mbarrier_wait(bar.tile_loaded + r.slot, r.round_parity);
+
+    // norm: thread (tile, row, half) sums 64 squares, the pair adds its halves
+    {
+      const int tile = gt >> 6;
+      const int row = (gt & 63) >> 1;
+      const int half = gt & 1;
+      const u8* x = tile == 0 ? q_raw : k_raw;
+      float s = 0.0f;
+#pragma unroll
+      for (int part = 0; part < 8; ++part) {
+        const uint4 v = *reinterpret_cast<const uint4*>(x + core_at(row, 64 * half + 8 * part, TS));
+        const u32 w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float lo = bf16_bits_to_float(static_cast<u16>(w[e] & 0xffffu));
+          const float hi = bf16_bits_to_float(static_cast<u16>(w[e] >> 16));
+          s = fmaf(lo, lo, s);
+          s = fmaf(hi, hi, s);
+        }
+      }
+      s += __shfl_xor_sync(0xffffffffu, s, 1);
+      if (half == 0) {
+        rnorm[tile * C + row] = 1.0f / sqrtf(s + 1e-6f);
+      }
+      if (gt < C) {
+        beta[gt] = gt < r.valid ? sigmoid(bf16_to_float(p.beta[(seq.start + c * C + gt) * p.beta_token_stride + h]))
+                                : 0.0f;
+      }
+    }
+    // gate: column j's prefix over the rows, kept in registers for center
+    float G[C];
+    {
+      float prefix = 0.0f;
+#pragma unroll
+      for (int i = 0; i < C; ++i) {
+        const float gi = bf16_bits_to_float(*reinterpret_cast<const u16*>(g_raw + core_at(i, j, TS)));
+        const float a2 = i < r.valid ? __fmul_rn(p.gate_scale, sigmoid(a_scale * (gi + bias))) : 0.0f;
+        prefix = __fadd_rn(prefix, a2);
+        G[i] = prefix;
+      }
+      g_total[j] = prefix;
+    }
+    named_barrier_sync(barrier_id, THREADS); // rnorm, beta
+
+    // center: each thread rewrites the elements of column j it read
+#pragma unroll
+    for (int i = 0; i < C; ++i) {
+      const int at = core_at(i, j, TS);
+      const float kn = bf16_bits_to_float(*reinterpret_cast<const u16*>(k_raw + at)) * rnorm[C + i];
+      const float qn = bf16_bits_to_float(*reinterpret_cast<const u16*>(q_raw + at)) * rnorm[i] * p.scale;
+      const float down = fast_exp2(G[i] - anchor);
+      const float qda = qn * down;
+      const float ki = kn * fast_exp2(anchor - G[i]);
+      const u16 qda_hi = float_to_bf16_bits(qda);
+      const u16 ki_hi = float_to_bf16_bits(ki);
+      *reinterpret_cast<u16*>(k_raw + at) = float_to_bf16_bits(kn * down); // kd_anchored
+      *reinterpret_cast<u16*>(g_raw + at) = qda_hi;                        // qd_anchored (hi)
+      *reinterpret_cast<u16*>(q_raw + at) = ki_hi;                         // ki (hi)
+      *reinterpret_cast<u16*>(qd_lo + at) = float_to_bf16_bits(qda - bf16_bits_to_float(qda_hi));
+      *reinterpret_cast<u16*>(ki_lo + at) = float_to_bf16_bits(ki - bf16_bits_to_float(ki_hi));
+    }
+    named_barrier_sync(barrier_id, THREADS);
+
+    // mqk: warp w, rows 16 (w % 2) .., of Kda Ki^T (w < 2) or Qda Ki^T
+    {
+      const bool is_l = warp < 2;
+      const u8* const a_tile = is_l ? k_raw : g_raw;
+      const int r0 = 16 * (warp & 1);
+      const int g = lane >> 2;
+      const int t = lane & 3;
+      const int mj = lane >> 3;
+      float acc[4][4];
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          acc[nt][e] = 0.0f;
+        }
+      }
+#pragma unroll 2
+      for (int ks = 0; ks < D / 16; ++ks) {
+        const int a_at = core_at(r0 + 8 * (mj & 1) + (lane & 7), 16 * ks + 8 * (mj >> 1), TS);
+        u32 a[4];
+        u32 a_lo[4];
+        ldmatrix_x4(a, a_tile + a_at);
+        if (!is_l) {
+          ldmatrix_x4(a_lo, qd_lo + a_at);
+        }
+#pragma unroll
+        for (int np = 0; np < 2; ++np) {
+          const int b_at = core_at(16 * np + 8 * (mj >> 1) + (lane & 7), 16 * ks + 8 * (mj & 1), TS);
+          u32 b[4];
+          u32 b_lo[4];
+          ldmatrix_x4(b, q_raw + b_at);
+          ldmatrix_x4(b_lo, ki_lo + b_at);
+          mma_bf16_16816(acc[2 * np], a, b[0], b[1]);
+          mma_bf16_16816(acc[2 * np + 1], a, b[2], b[3]);
+          mma_bf16_16816(acc[2 * np], a, b_lo[0], b_lo[1]);
+          mma_bf16_16816(acc[2 * np + 1], a, b_lo[2], b_lo[3]);
+          if (!is_l) {
+            mma_bf16_16816(acc[2 * np], a_lo, b[0], b[1]);
+            mma_bf16_16816(acc[2 * np + 1], a_lo, b[2], b[3]);
+          }
+        }
+      }
+      named_barrier_sync(barrier_id, THREADS); // every warp is past qd_lo and ki_lo: mqk and lmat reuse their bytes
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int i = r0 + g + 8 * (e >> 1);
+          const int col = 8 * nt + 2 * t + (e & 1);
+          if (is_l) {
+            lmat[i * C + col] = float_to_bf16_bits(i > col ? beta[i] * acc[nt][e] : 0.0f);
+          } else {
+            *reinterpret_cast<u16*>(mqk + core_at(i, col, NS)) = float_to_bf16_bits(i >= col ? acc[nt][e] : 0.0f);
+          }
+        }
+      }
+    }
+    named_barrier_sync(barrier_id, THREADS); // lmat; the anchored tiles' last reads
+
+    // inverse: diagonal blocks, then 16 and 32 merges (X = L21 T11 in the
+    // upper block of the merged diagonal block, then T21 = -T22 X)
+    if (gt < C) {
+      diagonal_block_inverse(lmat, tf, gt / B, gt % B);
+    }
+    named_barrier_sync(barrier_id, THREADS);
+#pragma unroll
+    for (int size = B; size < C; size *= 2) {
+      const int per = size * size;                    // elements of one off-diagonal block
+      for (int e = gt; e < (C / (2 * size)) * per; e += THREADS) {
+        const int o = (e / per) * 2 * size;           // merged block's first row
+        const int i = (e % per) / size;
+        const int jj = (e % per) % size;
+        float s = 0.0f;
+        for (int m = jj; m < size; ++m) {             // X = L21 T11 (T11 lower triangular)
+          s += bf16_bits_to_float(lmat[(o + size + i) * C + o + m]) * tf[(o + m) * C + o + jj];
+        }
+        tf[(o + i) * C + o + size + jj] = s;
+      }
+      named_barrier_sync(barrier_id, THREADS);
+      for (int e = gt; e < (C / (2 * size)) * per; e += THREADS) {
+        const int o = (e / per) * 2 * size;
+        const int i = (e % per) / size;
+        const int jj = (e % per) % size;
+        float s = 0.0f;
+        for (int m = 0; m <= i; ++m) {                // T21 = -T22 X (T22 lower triangular)
+          s += tf[(o + size + i) * C + o + size + m] * tf[(o + m) * C + o + size + jj];
+        }
+        tf[(o + size + i) * C + o + jj] = -s;
+      }
+      named_barrier_sync(barrier_id, THREADS);
+    }
+    // tinv over lmat: row c' = gt / 4, columns 8 (gt % 4) .., T (lower triangular) in bf16
+    {
+      const int row = gt >> 2;
+      const int k0 = 8 * (gt & 3);
+      u32 w[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int k = k0 + 2 * e;
+        w[e] = pack_bf16x2(k <= row ? tf[row * C + k] : 0.0f, k + 1 <= row ? tf[row * C + k + 1] : 0.0f);
+      }
+      *reinterpret_cast<uint4*>(r.base + F::TINV_OFFSET + core_at(row, k0, NS)) = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+
+    // restore: Kd, Qd in place (column j), Kr^T row j of kr_t
+    {
+      const float up = fast_exp2(anchor);
+      const float kr_scale = fast_exp2(g_total[j] - anchor);
+      u32 kr[C / 2];
+#pragma unroll
+      for (int i = 0; i < C; ++i) {
+        const int at = core_at(i, j, TS);
+        u16* const kd = reinterpret_cast<u16*>(k_raw + at);
+        u16* const qd = reinterpret_cast<u16*>(g_raw + at);
+        *kd = float_to_bf16_bits(bf16_bits_to_float(*kd) * up);
+        *qd = float_to_bf16_bits(bf16_bits_to_float(*qd) * up);
+        const u32 ki = float_to_bf16_bits(bf16_bits_to_float(*reinterpret_cast<const u16*>(q_raw + at)) * kr_scale);
+        kr[i / 2] = (i % 2 == 0) ? ki : (kr[i / 2] | (ki << 16));
+      }
+#pragma unroll
+      for (int part = 0; part < C / 8; ++part) {
+        *reinterpret_cast<uint4*>(kr_t + core_at(j, 8 * part, NS)) =
+            make_uint4(kr[4 * part], kr[4 * part + 1], kr[4 * part + 2], kr[4 * part + 3]);
+      }
+    }
+    fence_async_shared();                    // kd, qd, kr_t, mqk, tinv: read by the tensor core
+    named_barrier_sync(barrier_id, THREADS); // ki is dead: V may land over it
+    for (int i = gt; i < C * (D / 8); i += THREADS) {
+      const int row = i / (D / 8);
+      const int part = i % (D / 8);
+      const bool ok = row < r.valid;
+      cp_async_16(r.base + F::V_OFFSET + core_at(row, 8 * part, TS),
+                  ok ? token_row(p.v, seq, c * C + row, p.heads, h, part) : static_cast<const void*>(p.v), ok);
+    }
+    cp_async_arrive_noinc(bar.v_loaded + r.slot);
+    if (gt == 0) {
+      mbarrier_arrive(bar.slot_ready + r.slot);
+    }
+  }
+}
+
+} // namespace frag
+} // namespace kda
