@@ -120,7 +120,7 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           32,
           {"common/prologue", "common/sequences", "common/async_copy", "tcgen05/ops", "tcgen05/fused_common",
            "tcgen05/fused_prepare", "tcgen05/fused_consumer"},
-          {{KernelRole::fused, "tcgen05/fused_c32", "kda::frag::fused_c32",
+          {{KernelRole::fused, "tcgen05/fused_kernel", "kda::frag::fused_prefill",
             {"q_raw", "ki", "v", "k_raw", "kd_anchored", "kd", "g_raw", "qd_anchored", "qd", "qd_lo", "ki_lo", "kr_t",
              "mqk", "lmat", "tinv",
              "g_total", "row_rnorm", "beta", "inverse_scratch", "out", "delta_t", "u_t", "slot_ready", "slot_free",
@@ -138,6 +138,35 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
               {{"PROJECT", 32}, {"SOLVE", 32}, {"UPDATE", 160}}, // S [Kd|Qd]^T per half; Delta^T T^T; U^T [Kr|Mqk^T]
               {{"TILE", 128}, {"NARROW", 32}},                    // [rows x 128] tiles; [rows x 32] operands
               {{"STATE", 128}, {"OUT", 32}, {"WORK", 32}, {"SNAPSHOT", 64}}}, // [S | O^T], P^T / U^T, bf16(S)
+          "tcgen05/proxy_ops",
+      },
+      {
+          // The same fused kernel at chunk 16 without the anchor (N16): the
+          // fused GEMM is N 144, K 16; the inverse merges 8 -> 16.
+          "tcgen05_fused_c16",
+          Family::tcgen05,
+          Decomposition::fused,
+          16,
+          {"common/prologue", "common/sequences", "common/async_copy", "tcgen05/ops", "tcgen05/fused_common",
+           "tcgen05/fused_prepare", "tcgen05/fused_consumer"},
+          {{KernelRole::fused, "tcgen05/fused_kernel", "kda::frag::fused_prefill",
+            {"q_raw", "ki", "v", "k_raw", "kd_anchored", "kd", "g_raw", "qd_anchored", "qd", "qd_lo", "ki_lo", "kr_t",
+             "mqk", "lmat", "tinv",
+             "g_total", "row_rnorm", "beta", "inverse_scratch", "out", "delta_t", "u_t", "slot_ready", "slot_free",
+             "tile_loaded", "v_loaded", "snapshot_ready", "projected", "delta_ready", "solved", "u_ready", "updated",
+             "o_drained", "tmem_base"},
+            {"state", "epilogue", "load", "mma", "producer"}}},
+          {KernelRole::prepare, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256},
+          {},
+          "",
+          {},
+          8, // 8 x 8 diagonal blocks, merged 8 -> 16
+          false,
+          {128},
+          FamilyRecipe::Umma{
+              {{"PROJECT", 16}, {"SOLVE", 16}, {"UPDATE", 144}},
+              {{"TILE", 128}, {"NARROW", 16}},
+              {{"STATE", 128}, {"OUT", 16}, {"WORK", 16}, {"SNAPSHOT", 64}}},
           "tcgen05/proxy_ops",
       },
   };

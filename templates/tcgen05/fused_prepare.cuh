@@ -1,31 +1,31 @@
 // kdajit fragment: tcgen05/fused_prepare
-// The load warp and the producer groups of the fused chunk-32 kernel (seed
-// note 000): producer group p prepares chunks p, p + G, p + 2G, ... (G =
-// PRODUCER_GROUPS = STAGES) in ring slot c mod STAGES = p while the consumer
-// roles take the chunks in order. Per chunk:
+// The load warp and the producer groups of the fused kernel (seed note 000;
+// chunk C = 32 or 16): producer group p prepares chunks p, p + G, p + 2G, ...
+// (G = PRODUCER_GROUPS, a divisor of STAGES) in ring slot c mod STAGES while
+// the consumer roles take the chunks in order. Per chunk:
 //   load (load warp, chunks in order): once the slot is free (the update of
 //            chunk c - STAGES has committed), the raw q, k, g tiles with
 //            16-byte cp.async (rows past the sequence end zero-filled), then
 //            one cp.async arrival per lane on tile_loaded
-//   norm:    1 / sqrt(sum x^2 + 1e-6) of the q and k rows (two threads a row);
+//   norm:    1 / sqrt(sum x^2 + 1e-6) of the q and k rows (128 / 2C threads a row);
 //            beta = sigmoid(logit) of the valid rows
 //   gate:    thread j owns key column j: a2 = gate_scale sigmoid(exp(A_log) (g + dt_bias)),
-//            G_i its prefix over the rows (fp32, in order), g_total = G_31
+//            G_i its prefix over the rows (fp32, in order), g_total = G_(C-1)
 //   center:  anchored operands over the raw tiles, element for element by the
 //            thread that read them: Kda = k^ 2^(G - C_a) rounded once to bf16;
 //            Qda = scale q^ 2^(G - C_a) and Ki = k^ 2^(C_a - G) as split pairs
 //            hi = bf16(x) (over the raw tiles) and lo = bf16(x - hi) (qd_lo, ki_lo)
-//            (C_a = ANCHOR_ROWS x gate_scale)
-//   mqk:     warp w: rows 16 (w % 2) .. of Kda Ki^T (w < 2: hi x hi + hi x lo)
+//            (C_a = ANCHOR_ROWS x gate_scale; 0 without an anchor, chunk 16)
+//   mqk:     warp w < 2C / 16: rows 16 (w % (C / 16)) .. of Kda Ki^T (hi x hi + hi x lo)
 //            or Qda Ki^T (hi x hi + hi x lo + lo x hi) by mma.sync m16n8k16
 //            over K = 128 (near-fp32 Mqk: with bf16 Qda and Ki a one-token
 //            sequence misses spec section 8, see schedules/README.md); once
 //            the group is past the lo tiles: L = diag(beta) strict-lower, bf16,
 //            to lmat; Mqk = lower-incl, bf16, to mqk (rows 128 .. of the fused
 //            GEMM's B operand [Kr | Mqk^T], right after kr_t)
-//   inverse: T = (I + L)^-1 blocked 8 -> 16 -> 32 in fp32 (inverse_scratch):
+//   inverse: T = (I + L)^-1 blocked 8 -> 16 (-> 32) in fp32 (inverse_scratch):
 //            8 x 8 diagonal blocks by forward substitution, then T21 = -T22 (L21 T11)
-//            at 16 and at 32; T rounded once to bf16 into tinv (over lmat)
+//            at 16 (and 32); T rounded once to bf16 into tinv (over lmat)
 //   restore: Kd = Kda 2^C_a, Qd = Qda_hi 2^C_a (bf16, in place), Kr = Ki_hi 2^(G_tot - C_a)
 //            (bf16) to kr_t (Kr^T rows); then V over ki (cp.async, one
 //            arrival per thread on v_loaded), and slot_ready once the group has
@@ -91,10 +91,13 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
   constexpr int THREADS = 32 * F::PRODUCER_WARPS / F::PRODUCER_GROUPS;
   constexpr int TS = kda_plan::UMMA_TILE_SBO;
   constexpr int NS = kda_plan::UMMA_NARROW_SBO;
-  static_assert(C == 32 && D == 128 && THREADS == D, "chunk 32: a producer group of 128 threads, one per key column");
-  static_assert(F::PRODUCER_GROUPS == F::STAGES, "producer group p fills ring slot p");
-  static_assert(B == 8 && C == 4 * B, "the inverse: 8 x 8 blocks, merged 8 -> 16 -> 32");
-  static_assert(kda_plan::ANCHOR_ROWS == C / 2, "C_a = (C / 2) gate_scale");
+  static_assert((C == 16 || C == 32) && D == 128 && THREADS == D,
+                "chunk 16 or 32: a producer group of 128 threads, one per key column");
+  static_assert(F::STAGES % F::PRODUCER_GROUPS == 0, "producer group p fills the ring slots p, p + G, ...");
+  static_assert(B == 8 && (C / B == 2 || C / B == 4), "the inverse: 8 x 8 blocks, merged 8 -> 16 (-> 32)");
+  static_assert(kda_plan::ANCHOR_ROWS == C / 2 || kda_plan::ANCHOR_ROWS == 0, "C_a = (C / 2) gate_scale, or none");
+  constexpr int ROW_THREADS = THREADS / (2 * C); // threads per q or k row in norm
+  constexpr int ROW_BLOCKS = C / 16;             // 16-row blocks of L and Mqk
   static_assert(F::KI_OFFSET == F::Q_RAW_OFFSET && F::KD_ANCHORED_OFFSET == F::K_RAW_OFFSET &&
                     F::QD_ANCHORED_OFFSET == F::G_RAW_OFFSET && F::KD_OFFSET == F::KD_ANCHORED_OFFSET &&
                     F::QD_OFFSET == F::QD_ANCHORED_OFFSET && F::V_OFFSET == F::KI_OFFSET &&
@@ -125,16 +128,16 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
     u8* const ki_lo = r.base + F::KI_LO_OFFSET;
     mbarrier_wait(bar.tile_loaded + r.slot, r.round_parity);
 
-    // norm: thread (tile, row, half) sums 64 squares, the pair adds its halves
+    // norm: thread (tile, row, piece) sums D / ROW_THREADS squares, the row's threads add theirs
     {
-      const int tile = gt >> 6;
-      const int row = (gt & 63) >> 1;
-      const int half = gt & 1;
+      const int tile = gt / (C * ROW_THREADS);
+      const int row = (gt % (C * ROW_THREADS)) / ROW_THREADS;
+      const int piece = gt % ROW_THREADS;
       const u8* x = tile == 0 ? q_raw : k_raw;
       float s = 0.0f;
 #pragma unroll
-      for (int part = 0; part < 8; ++part) {
-        const uint4 v = *reinterpret_cast<const uint4*>(x + core_at(row, 64 * half + 8 * part, TS));
+      for (int part = 0; part < D / ROW_THREADS / 8; ++part) {
+        const uint4 v = *reinterpret_cast<const uint4*>(x + core_at(row, (D / ROW_THREADS) * piece + 8 * part, TS));
         const u32 w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
@@ -144,8 +147,11 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
           s = fmaf(hi, hi, s);
         }
       }
-      s += __shfl_xor_sync(0xffffffffu, s, 1);
-      if (half == 0) {
+#pragma unroll
+      for (int step = 1; step < ROW_THREADS; step *= 2) {
+        s += __shfl_xor_sync(0xffffffffu, s, step);
+      }
+      if (piece == 0) {
         rnorm[tile * C + row] = 1.0f / sqrtf(s + 1e-6f);
       }
       if (gt < C) {
@@ -187,24 +193,25 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
     }
     named_barrier_sync(barrier_id, THREADS);
 
-    // mqk: warp w, rows 16 (w % 2) .., of Kda Ki^T (w < 2) or Qda Ki^T
+    // mqk: warp w < 2 ROW_BLOCKS, rows 16 (w % ROW_BLOCKS) .., of Kda Ki^T or Qda Ki^T
     {
-      const bool is_l = warp < 2;
+      const bool works = warp < 2 * ROW_BLOCKS;
+      const bool is_l = warp < ROW_BLOCKS;
       const u8* const a_tile = is_l ? k_raw : g_raw;
-      const int r0 = 16 * (warp & 1);
+      const int r0 = 16 * (warp % ROW_BLOCKS);
       const int g = lane >> 2;
       const int t = lane & 3;
       const int mj = lane >> 3;
-      float acc[4][4];
+      float acc[C / 8][4];
 #pragma unroll
-      for (int nt = 0; nt < 4; ++nt) {
+      for (int nt = 0; nt < C / 8; ++nt) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           acc[nt][e] = 0.0f;
         }
       }
 #pragma unroll 2
-      for (int ks = 0; ks < D / 16; ++ks) {
+      for (int ks = 0; ks < D / 16 && works; ++ks) {
         const int a_at = core_at(r0 + 8 * (mj & 1) + (lane & 7), 16 * ks + 8 * (mj >> 1), TS);
         u32 a[4];
         u32 a_lo[4];
@@ -213,7 +220,7 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
           ldmatrix_x4(a_lo, qd_lo + a_at);
         }
 #pragma unroll
-        for (int np = 0; np < 2; ++np) {
+        for (int np = 0; np < C / 16; ++np) {
           const int b_at = core_at(16 * np + 8 * (mj >> 1) + (lane & 7), 16 * ks + 8 * (mj & 1), TS);
           u32 b[4];
           u32 b_lo[4];
@@ -230,16 +237,18 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
         }
       }
       named_barrier_sync(barrier_id, THREADS); // every warp is past qd_lo and ki_lo: mqk and lmat reuse their bytes
+      if (works) {
 #pragma unroll
-      for (int nt = 0; nt < 4; ++nt) {
+        for (int nt = 0; nt < C / 8; ++nt) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int i = r0 + g + 8 * (e >> 1);
-          const int col = 8 * nt + 2 * t + (e & 1);
-          if (is_l) {
-            lmat[i * C + col] = float_to_bf16_bits(i > col ? beta[i] * acc[nt][e] : 0.0f);
-          } else {
-            *reinterpret_cast<u16*>(mqk + core_at(i, col, NS)) = float_to_bf16_bits(i >= col ? acc[nt][e] : 0.0f);
+          for (int e = 0; e < 4; ++e) {
+            const int i = r0 + g + 8 * (e >> 1);
+            const int col = 8 * nt + 2 * t + (e & 1);
+            if (is_l) {
+              lmat[i * C + col] = float_to_bf16_bits(i > col ? beta[i] * acc[nt][e] : 0.0f);
+            } else {
+              *reinterpret_cast<u16*>(mqk + core_at(i, col, NS)) = float_to_bf16_bits(i >= col ? acc[nt][e] : 0.0f);
+            }
           }
         }
       }
@@ -278,10 +287,10 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
       }
       named_barrier_sync(barrier_id, THREADS);
     }
-    // tinv over lmat: row c' = gt / 4, columns 8 (gt % 4) .., T (lower triangular) in bf16
-    {
-      const int row = gt >> 2;
-      const int k0 = 8 * (gt & 3);
+    // tinv over lmat: row c' = gt / (C / 8), columns 8 (gt % (C / 8)) .., T (lower triangular) in bf16
+    if (gt < C * C / 8) {
+      const int row = gt / (C / 8);
+      const int k0 = 8 * (gt % (C / 8));
       u32 w[4];
 #pragma unroll
       for (int e = 0; e < 4; ++e) {

@@ -74,8 +74,21 @@ TEST_CASE("designs without a generator are refused with the reason", "[compiler]
   CHECK_THROWS_WITH(lower_shipped("sm100_m64_c32", "sm_100a", LayoutKind::fixed),
                     Contains("no code generator yet for a tcgen05 fused design with chunk 32 and m_tile 64") &&
                         Contains("tcgen05 fused chunk 32 m_tile 128"));
-  CHECK_THROWS_WITH(lower_shipped("sm100_n16_c16", "sm_100a", LayoutKind::fixed),
-                    Contains("no code generator yet for a tcgen05 fused design with chunk 16"));
+}
+
+TEST_CASE("the fused N16 design is the same kernel at chunk 16 without the anchor", "[compiler][lower][tcgen05]") {
+  const KernelPlan plan = lower_shipped("sm100_n16_c16", "sm_103a", LayoutKind::fixed);
+  REQUIRE(plan.entries.size() == 1);
+  CHECK(plan.entries[0].fragment == "tcgen05/fused_kernel");
+  CHECK(plan.entries[0].pipeline.stages == 10);
+  CHECK(plan.entries[0].pipeline.producer_groups == 5); // group p fills slots p and p + 5
+  CHECK(plan.numerics.anchor_rows == 0);
+  CHECK(plan.numerics.inverse_block == 8);
+  REQUIRE(plan.umma.has_value());
+  CHECK((plan.umma->shapes[2].name == "UPDATE" && plan.umma->shapes[2].n == 144)); // one K=16 MMA
+  CHECK(plan.umma->operands[1].sbo == 256);                                        // [rows x 16] operands
+  CHECK(plan.umma->tmem[3].column == 160);                                         // 128 + 16 + 16
+  CHECK(plan.umma->tmem_columns == 256);
 }
 
 TEST_CASE("the fused M128 design lowers to one kernel with its tcgen05 encodings and TMEM map", "[compiler][lower][tcgen05]") {

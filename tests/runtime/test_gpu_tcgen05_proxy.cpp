@@ -1,7 +1,7 @@
-// Issue 5, item 3: the fused M128 chunk-32 tcgen05 kernel's sm_90a proxy on
-// the H200. The plan is sm100_m128_c32's (producer groups, the five-slot ring
-// and its mbarriers, chunk order, SMEM layout and aliasing, anchored
-// preparation, blocked 8 -> 16 -> 32 inverse); only templates/tcgen05/ops.cuh
+// Issue 5, item 3: the fused tcgen05 kernels' sm_90a proxies on the H200
+// (sm100_m128_c32 and sm100_n16_c16). Each plan is the schedule's (producer
+// groups, the ring and its mbarriers, chunk order, SMEM layout and aliasing,
+// anchored preparation, blocked 8 -> 16 (-> 32) inverse); only templates/tcgen05/ops.cuh
 // is replaced (tcgen05/proxy_ops: TMEM as a per-CTA global image, tcgen05.mma
 // computed by the MMA warp from the same descriptors). Spec section 8 on
 // fixed and packed input (tail chunks, zero-length sequences, ring wrap-around
@@ -37,15 +37,23 @@ ProblemSpec fixed(std::int64_t batch, std::int64_t tokens, std::int64_t heads,
   return s;
 }
 
-void run(const GpuCase& c) {
-  const GpuCaseReport r = run_gpu_case(c, std::string("sm100_m128_c32"));
+void run_one(const GpuCase& c, const std::string& schedule) {
+  const GpuCaseReport r = run_gpu_case(c, schedule);
+  CHECK(r.schedule == schedule);
   CHECK(r.target == "sm_90a_proxy");
-  WARN(c.label << ": rel RMS worst (seq, head) out " << r.worst_output_rel_rms << " state " << r.worst_state_rel_rms);
+  WARN(schedule << " " << c.label << ": rel RMS worst (seq, head) out " << r.worst_output_rel_rms << " state "
+                << r.worst_state_rel_rms);
+}
+
+void run(const GpuCase& c) {
+  for (const char* schedule : {"sm100_m128_c32", "sm100_n16_c16"}) {
+    run_one(c, schedule);
+  }
 }
 
 } // namespace
 
-TEST_CASE("gpu tcgen05 proxy: the fused M128 plan meets spec section 8 on the H200", "[gpu][prefill][tcgen05]") {
+TEST_CASE("gpu tcgen05 proxy: the fused M128 and N16 plans meet spec section 8 on the H200", "[gpu][prefill][tcgen05]") {
   run(proxy_case("fixed B3 T33 H2 bf16 in place", fixed(3, 33, 2), GpuStateMode::inplace_bf16, 501));
   run(proxy_case("fixed B2 T400 H3 fp32 in place (ring wraps 2.5 times)", fixed(2, 400, 3), GpuStateMode::inplace_fp32,
                  502));

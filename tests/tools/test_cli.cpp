@@ -70,9 +70,9 @@ TEST_CASE("schedule explain shows offsets, lifetimes, aliases, totals and TMEM",
   const nlohmann::json j = nlohmann::json::parse(js.out);
   const nlohmann::json& r = j["results"][0];
   CHECK(r["target"] == "sm_100f");
-  CHECK(r["tmem"]["used_columns"] == 240);
+  CHECK(r["tmem"]["used_columns"] == 224);
   CHECK(r["tmem"]["allocated_columns"] == 256);
-  CHECK(r["kernels"][0]["smem"]["total_bytes"] == 193'860);
+  CHECK(r["kernels"][0]["smem"]["total_bytes"] == 224'676);
   CHECK(r["kernels"][0]["smem"]["buffers"][1]["name"] == "ki");
   CHECK(r["kernels"][0]["smem"]["buffers"][1]["alias"] == "q_raw");
   CHECK(r["kernels"][0]["smem"]["buffers"][1]["offset"] == 0);

@@ -1,6 +1,7 @@
-// kdajit fragment: tcgen05/fused_c32
-// The fused chunk-32 kernel of seed note 000 (one CTA per (sequence, head),
-// M 128): barrier and TMEM set-up, then each warp role's loop
+// kdajit fragment: tcgen05/fused_kernel
+// The fused kernel of seed note 000 (one CTA per (sequence, head), M 128;
+// chunk 32 with the exponent anchor, or chunk 16 without): barrier and TMEM
+// set-up, then each warp role's loop
 // (tcgen05/fused_prepare: load warp, producer groups; tcgen05/fused_consumer:
 // state warps, MMA warp, epilogue warps), then TMEM is freed. Roles meet only
 // at mbarriers and their own named barriers between the two CTA barriers.
@@ -8,7 +9,7 @@
 namespace kda {
 namespace frag {
 
-__device__ __forceinline__ void fused_c32(const kda_plan::KdaParams& p) {
+__device__ __forceinline__ void fused_prefill(const kda_plan::KdaParams& p) {
   namespace F = kda_plan::main;
   static_assert(kda_plan::M_TILE == 128, "M 128: one CTA holds all 128 value rows");
   static_assert(F::STATE_FIRST_WARP == 0 && F::EPILOGUE_FIRST_WARP == F::STATE_WARPS && F::STATE_WARPS == 4,
