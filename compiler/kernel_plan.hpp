@@ -85,7 +85,7 @@ struct EntryPlan {
   int launch_order = 0;     ///< entries launch in this order
 };
 
-enum class ArgType { pointer, i32, i64, f32 };
+enum class ArgType { pointer, i32, i64, f32, tensor_map }; ///< tensor_map: 128 bytes, 64-byte aligned (CUtensorMap)
 
 struct ArgField {
   std::string name;   ///< also the launcher's argument name
@@ -97,7 +97,7 @@ struct ArgField {
 
 /// The single by-value parameter struct every entry point takes.
 struct ArgAbi {
-  int version = 2; ///< 2: ready_flags, ready_epoch, chunk_begin, chunk_major
+  int version = 3; ///< 2: ready_flags, ready_epoch, chunk_begin, chunk_major; 3: TMA tensor maps (plans that load with TMA)
   std::vector<ArgField> fields;
   std::int64_t size = 0;
   std::int64_t alignment = 8;
@@ -135,13 +135,16 @@ struct UmmaShape {
   std::uint32_t idesc = 0;
 };
 
-/// One SMEM operand layout: K-major core matrices without swizzle, `lbo`
-/// bytes apart along K and `sbo` along M / N; the descriptor's constant fields
-/// (the address is added on the device).
+/// One SMEM operand layout, K-major: without swizzle, 8-row x 16-byte core
+/// matrices `lbo` bytes apart along K and `sbo` along M / N; with the 128-byte
+/// swizzle, 8-row x 128-byte atoms `sbo` apart along M / N (K advances inside
+/// the atom's 64 elements; `lbo` unused). The descriptor's constant fields (the
+/// address is added on the device).
 struct UmmaOperand {
-  std::string name; ///< constants UMMA_<name>_SBO, UMMA_DESC_<name>
+  std::string name; ///< constants UMMA_<name>_LBO, _SBO, UMMA_DESC_<name>
   int lbo = 0;
   int sbo = 0;
+  bool swizzle128 = false;
   std::uint64_t desc = 0;
 };
 
@@ -161,6 +164,10 @@ struct UmmaPlan {
   int tmem_columns = 0;              ///< allocated (tcgen05.alloc: a power of two >= 32)
   bool proxy = false;                ///< the sm_90a proxy: TMEM is a per-CTA global image
   std::int64_t tmem_image_bytes = 0; ///< proxy: 128 lanes x tmem_columns x 4
+  /// TMA loads of whole chunks' q, k, g, v tiles: columns per box (128 B of
+  /// bf16, the 128-byte swizzle); the launcher passes one tensor map per tensor
+  /// (KdaParams tma_q, tma_k, tma_g, tma_v). 0: no TMA.
+  int tma_box_cols = 0;
 };
 
 

@@ -27,13 +27,13 @@ KernelPlan lower(const ValidatedSchedule& v, const ShapeKey& shape) {
   place_smem(v, recipe, plan.entries);
   plan_warp_roles(v, recipe, plan.entries);
   plan_launch(v, recipe, plan.entries);
-  plan.abi = plan_arg_abi();
+  plan.umma = plan_umma(v, recipe);
+  plan.abi = plan_arg_abi(plan.umma && plan.umma->tma_box_cols > 0);
   plan.workspace = plan_workspace(recipe);
   check_record_image(v, plan.workspace);
   plan.wgmma_n = recipe.wgmma_n;
   plan.prepare_overlap = plan_prepare_overlap(v, recipe);
   plan.numerics = plan_numerics(s, recipe.inverse_block);
-  plan.umma = plan_umma(v, recipe);
 
   plan.fragments = recipe.common_fragments;
   if (plan.umma && plan.umma->proxy) {

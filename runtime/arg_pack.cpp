@@ -50,6 +50,12 @@ std::vector<std::uint8_t> pack_args(const ArgAbi& abi, const ArgValues& values) 
         ok = true;
       }
       break;
+    case ArgType::tensor_map:
+      if (const auto* p = std::get_if<TensorMapValue>(v)) {
+        std::memcpy(at, p->data(), sizeof(*p));
+        ok = true;
+      }
+      break;
     }
     if (!ok) {
       throw InternalError("launcher: kernel argument '" + f.name + "' has a value of the wrong type");

@@ -5,6 +5,7 @@
 
 #include "compiler/kernel_plan.hpp"
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -13,7 +14,8 @@
 
 namespace kda {
 
-using ArgValue = std::variant<const void*, std::int64_t, std::int32_t, float>;
+using TensorMapValue = std::array<std::uint64_t, 16>; ///< CUtensorMap bytes
+using ArgValue = std::variant<const void*, std::int64_t, std::int32_t, float, TensorMapValue>;
 
 class ArgValues {
 public:

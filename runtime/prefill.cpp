@@ -13,6 +13,7 @@
 #include "runtime/prepare_overlap.hpp"
 #include "runtime/router.hpp"
 #include "runtime/stream_workspace.hpp"
+#include "runtime/tensor_map_encoder.hpp"
 #include "runtime/tuning_table.hpp"
 
 #include <fmt/format.h>
@@ -151,6 +152,26 @@ std::int64_t workspace_bytes(const KernelPlan& plan, const ProblemShape& p) {
   const std::int64_t ctas = static_cast<std::int64_t>(p.num_seqs) * p.heads * (128 / plan.tiles.m_tile);
   return (offsets + 255) / 256 * 256 + workspace_records(plan, p) * plan.workspace.record_bytes +
          ctas * plan.workspace.cta_scratch_bytes;
+}
+
+// The TMA tensor maps of a plan that loads whole chunks with TMA: q, k, g, v
+// as [tokens][heads][128] bf16 rows, boxes of 64 columns x C rows with the
+// 128-byte swizzle (compiler/encodings/tensor_map.hpp), encoded by the driver
+// per call (the addresses change). No tokens: zero maps, never read.
+void set_tile_tensor_maps(const KernelPlan& plan, const ProblemShape& p, const PrefillArgs& args, ArgValues& values) {
+  const std::pair<const char*, const TensorRef*> tensors[] = {
+      {"tma_q", &args.q}, {"tma_k", &args.k}, {"tma_g", &args.g}, {"tma_v", &args.v}};
+  for (const auto& [name, tensor] : tensors) {
+    if (p.total_tokens == 0) {
+      values.set(name, TensorMapValue{});
+      continue;
+    }
+    const TensorMapRequest r = swizzled_rows_tensor_map(
+        reinterpret_cast<std::uint64_t>(tensor->data), TmaDataType::bf16, static_cast<std::uint64_t>(p.total_tokens),
+        static_cast<std::uint64_t>(p.heads), static_cast<std::uint32_t>(plan.tiles.head_dim),
+        static_cast<std::uint32_t>(plan.umma->tma_box_cols), static_cast<std::uint32_t>(plan.tiles.chunk_size));
+    values.set(name, runtime::encode_tensor_map(r, name));
+  }
 }
 
 const EntryPlan* entry_with_role(const KernelPlan& plan, KernelRole role) {
@@ -364,6 +385,9 @@ PrefillResult recurrent_kda_prefill(const PrefillArgs& args, const PrefillOption
   values.set("gate_scale", static_cast<float>(args.lower_bound * k_log2e));
   values.set("ready_flags", static_cast<const void*>(nullptr)).set("ready_epoch", std::int32_t{0});
   values.set("chunk_begin", std::int32_t{0}).set("chunk_major", std::int32_t{0});
+  if (plan.umma && plan.umma->tma_box_cols > 0) {
+    set_tile_tensor_maps(plan, p, args, values);
+  }
   const OverlapDecision overlap = decide_overlap(plan, module, s, args, options);
   result.prepare_overlapped = overlap.overlap;
   result.prepare_overlap_reason = overlap.reason;

@@ -174,10 +174,13 @@ void emit_entry_constants(const EntryPlan& e, SourceWriter& out) {
 void emit_umma_constants(const UmmaPlan& u, SourceWriter& out) {
   constant(out, "UMMA_CORE_LBO", u.core_lbo);
   for (const UmmaOperand& o : u.operands) {
+    constant(out, fmt::format("UMMA_{}_LBO", o.name), o.lbo);
     constant(out, fmt::format("UMMA_{}_SBO", o.name), o.sbo);
-    out.line(fmt::format("constexpr unsigned long long UMMA_DESC_{} = {:#x}ull; // LBO {}, SBO {}, no swizzle", o.name,
-                         o.desc, o.lbo, o.sbo));
+    constant(out, fmt::format("UMMA_{}_SWIZZLE128", o.name), o.swizzle128 ? 1 : 0);
+    out.line(fmt::format("constexpr unsigned long long UMMA_DESC_{} = {:#x}ull; // LBO {}, SBO {}, {}", o.name, o.desc,
+                         o.lbo, o.sbo, o.swizzle128 ? "128-byte swizzle" : "no swizzle"));
   }
+  constant(out, "TMA_BOX_COLS", u.tma_box_cols); // 0: no TMA loads
   for (const UmmaShape& sh : u.shapes) {
     out.line(fmt::format("constexpr unsigned UMMA_IDESC_{} = {:#x}u; // M {}, N {}, bf16 -> fp32, K-major A and B",
                          sh.name, sh.idesc, sh.m, sh.n));

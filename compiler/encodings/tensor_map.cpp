@@ -174,4 +174,12 @@ TensorMapRequest token_rows_tensor_map(std::uint64_t address, TmaDataType dtype,
   return r;
 }
 
+TensorMapRequest swizzled_rows_tensor_map(std::uint64_t address, TmaDataType dtype, std::uint64_t tokens,
+                                          std::uint64_t heads, std::uint32_t head_dim, std::uint32_t box_cols,
+                                          std::uint32_t box_rows) {
+  TensorMapRequest r = token_rows_tensor_map(address, dtype, tokens, heads, head_dim, box_rows, TmaSwizzle::b128);
+  r.box_dim[0] = box_cols;
+  return r;
+}
+
 } // namespace kda

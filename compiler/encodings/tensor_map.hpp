@@ -55,4 +55,14 @@ TensorMapRequest token_rows_tensor_map(std::uint64_t address, TmaDataType dtype,
                                        std::uint64_t heads, std::uint32_t head_dim, std::uint32_t box_rows,
                                        TmaSwizzle swizzle);
 
+/// The same rows in boxes of `box_cols` columns with the 128-byte swizzle (the
+/// fused tcgen05 kernels' operand tiles): rank 3 (head_dim, heads, tokens), box
+/// (box_cols, 1, box_rows) with box_cols x element bytes = 128; a tile of
+/// head_dim columns takes head_dim / box_cols copies (column offsets 0,
+/// box_cols, ...), each landing as box_rows rows of 128 B, 16-byte chunk j of
+/// row r at chunk j ^ (r mod 8) (PTX ISA, "Tensor copy ... swizzling modes").
+TensorMapRequest swizzled_rows_tensor_map(std::uint64_t address, TmaDataType dtype, std::uint64_t tokens,
+                                          std::uint64_t heads, std::uint32_t head_dim, std::uint32_t box_cols,
+                                          std::uint32_t box_rows);
+
 } // namespace kda

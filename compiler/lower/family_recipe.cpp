@@ -136,8 +136,11 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           {128},
           FamilyRecipe::Umma{
               {{"PROJECT", 32}, {"SOLVE", 32}, {"UPDATE", 160}}, // S [Kd|Qd]^T per half; Delta^T T^T; U^T [Kr|Mqk^T]
-              {{"TILE", 128}, {"NARROW", 32}},                    // [rows x 128] tiles; [rows x 32] operands
-              {{"STATE", 128}, {"OUT", 32}, {"WORK", 32}, {"SNAPSHOT", 64}}}, // [S | O^T], P^T / U^T, bf16(S)
+              // [rows x 128] tiles as TMA writes them (two 64-column halves, 128-byte
+              // swizzle, 8-row atoms 1,024 B apart); [rows x 32] operands as core matrices
+              {{"TILE", 16, 1024, true}, {"NARROW", 128, 32 / 8 * 128, false}},
+              {{"STATE", 128}, {"OUT", 32}, {"WORK", 32}, {"SNAPSHOT", 64}}, // [S | O^T], P^T / U^T, bf16(S)
+              64},
           "tcgen05/proxy_ops",
       },
       {
@@ -165,8 +168,9 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           {128},
           FamilyRecipe::Umma{
               {{"PROJECT", 16}, {"SOLVE", 16}, {"UPDATE", 144}},
-              {{"TILE", 128}, {"NARROW", 16}},
-              {{"STATE", 128}, {"OUT", 16}, {"WORK", 16}, {"SNAPSHOT", 64}}},
+              {{"TILE", 16, 1024, true}, {"NARROW", 128, 16 / 8 * 128, false}},
+              {{"STATE", 128}, {"OUT", 16}, {"WORK", 16}, {"SNAPSHOT", 64}},
+              64},
           "tcgen05/proxy_ops",
       },
   };

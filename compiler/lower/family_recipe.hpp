@@ -47,10 +47,17 @@ struct FamilyRecipe {
   /// The M tiles its fragments implement (empty: any the schedule may declare).
   std::vector<int> m_tiles;
   /// tcgen05 designs: what plan_umma turns into descriptors and a TMEM map.
+  struct Operand {
+    std::string name;
+    int lbo = 0; ///< bytes (16 for a swizzled K-major operand: unused)
+    int sbo = 0; ///< bytes
+    bool swizzle128 = false;
+  };
   struct Umma {
-    std::vector<std::pair<std::string, int>> shapes;   ///< (name, N); M is the schedule's m_tile
-    std::vector<std::pair<std::string, int>> operands; ///< (name, K elements of a row): SBO = K / 8 core matrices
-    std::vector<std::pair<std::string, int>> tmem;     ///< (name, columns), in column order
+    std::vector<std::pair<std::string, int>> shapes; ///< (name, N); M is the schedule's m_tile
+    std::vector<Operand> operands;
+    std::vector<std::pair<std::string, int>> tmem; ///< (name, columns), in column order
+    int tma_box_cols = 0;                          ///< TMA loads of whole chunks (0: cp.async only)
   };
   std::optional<Umma> umma;
   /// The fragment that replaces `tcgen05/ops` on the sm_90a proxy target.

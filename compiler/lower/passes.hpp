@@ -44,7 +44,8 @@ void plan_launch(const ValidatedSchedule& schedule, const FamilyRecipe& recipe, 
 /// starts with (their total over its threads, rounded up to 8); 0 otherwise.
 int entry_registers(const KernelDecl& kernel);
 
-ArgAbi plan_arg_abi();
+/// `tensor_maps`: the plan loads with TMA and takes four tensor maps (v3).
+ArgAbi plan_arg_abi(bool tensor_maps = false);
 
 /// The schedule's `prepare_overlap` model, if its generator supports running
 /// the prepare kernel beside the recurrence (ScheduleError otherwise).

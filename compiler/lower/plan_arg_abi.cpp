@@ -1,5 +1,7 @@
 #include "compiler/lower/passes.hpp"
 
+#include <algorithm>
+
 namespace kda {
 namespace {
 
@@ -42,8 +44,21 @@ constexpr FieldSpec k_fields[] = {
     {"chunk_major", ArgType::i32, "int"},
 };
 
+// TMA tensor maps of the token tensors (plans that load whole chunks with TMA):
+// CUtensorMap bytes, 64-byte aligned, addressed by the kernel in param space.
+constexpr FieldSpec k_tensor_map_fields[] = {
+    {"tma_q", ArgType::tensor_map, "kda::TensorMapBytes"},
+    {"tma_k", ArgType::tensor_map, "kda::TensorMapBytes"},
+    {"tma_g", ArgType::tensor_map, "kda::TensorMapBytes"},
+    {"tma_v", ArgType::tensor_map, "kda::TensorMapBytes"},
+};
+
 std::int64_t size_of(ArgType t) {
-  return t == ArgType::i32 || t == ArgType::f32 ? 4 : 8;
+  return t == ArgType::i32 || t == ArgType::f32 ? 4 : t == ArgType::tensor_map ? 128 : 8;
+}
+
+std::int64_t alignment_of(ArgType t) {
+  return t == ArgType::tensor_map ? 64 : size_of(t);
 }
 
 } // namespace
@@ -57,14 +72,24 @@ const ArgField* ArgAbi::find(const std::string& name) const {
   return nullptr;
 }
 
-ArgAbi plan_arg_abi() {
+ArgAbi plan_arg_abi(bool tensor_maps) {
   ArgAbi abi;
   std::int64_t offset = 0;
-  for (const FieldSpec& spec : k_fields) {
+  auto add = [&](const FieldSpec& spec) {
     const std::int64_t size = size_of(spec.type);
-    offset = (offset + size - 1) / size * size;
+    const std::int64_t align = alignment_of(spec.type);
+    offset = (offset + align - 1) / align * align;
     abi.fields.push_back({spec.name, spec.type, spec.c_type, offset, size});
+    abi.alignment = std::max(abi.alignment, align);
     offset += size;
+  };
+  for (const FieldSpec& spec : k_fields) {
+    add(spec);
+  }
+  if (tensor_maps) {
+    for (const FieldSpec& spec : k_tensor_map_fields) {
+      add(spec);
+    }
   }
   abi.size = (offset + abi.alignment - 1) / abi.alignment * abi.alignment;
   return abi;

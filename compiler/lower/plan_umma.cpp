@@ -20,12 +20,14 @@ std::optional<UmmaPlan> plan_umma(const ValidatedSchedule& v, const FamilyRecipe
     mma.n = n;
     u.shapes.push_back({name, mma.m, mma.n, encode_tcgen05_f16_instruction(mma)});
   }
-  for (const auto& [name, k] : recipe.umma->operands) {
-    SmemDescriptorFields d; // no swizzle: 8-row x 16-byte core matrices
-    d.leading_byte_offset = static_cast<std::uint32_t>(u.core_lbo);
-    d.stride_byte_offset = static_cast<std::uint32_t>(k / 8 * u.core_lbo);
-    u.operands.push_back({name, u.core_lbo, static_cast<int>(d.stride_byte_offset), encode_tcgen05_smem_descriptor(d)});
+  for (const FamilyRecipe::Operand& o : recipe.umma->operands) {
+    SmemDescriptorFields d;
+    d.leading_byte_offset = static_cast<std::uint32_t>(o.lbo);
+    d.stride_byte_offset = static_cast<std::uint32_t>(o.sbo);
+    d.swizzle = o.swizzle128 ? SmemSwizzle::b128 : SmemSwizzle::none;
+    u.operands.push_back({o.name, o.lbo, o.sbo, o.swizzle128, encode_tcgen05_smem_descriptor(d)});
   }
+  u.tma_box_cols = recipe.umma->tma_box_cols;
   int column = 0;
   for (const auto& [name, columns] : recipe.umma->tmem) {
     u.tmem.push_back({name, column, columns});

@@ -14,6 +14,12 @@ struct bf16 {
   u16 bits;
 };
 
+// A TMA tensor map (the driver's CUtensorMap: 128 opaque bytes, 64-byte
+// aligned), passed by value in the kernel parameters.
+struct alignas(64) TensorMapBytes {
+  u64 words[16];
+};
+
 __device__ __forceinline__ float bf16_to_float(bf16 x) {
   return __uint_as_float(static_cast<u32>(x.bits) << 16);
 }

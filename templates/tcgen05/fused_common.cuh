@@ -1,17 +1,71 @@
 // kdajit fragment: tcgen05/fused_common
-// What the roles of the fused chunk-32 kernel share (tcgen05/fused_*):
-// operand tiles as K-major 8-row x 16-byte core matrices without swizzle (the
-// layout the SMEM descriptors describe: UMMA_CORE_LBO bytes between core
-// matrices along K, an operand's SBO between 8-row groups), the ring's and the
-// consumer's barriers, named barriers, and the fences between the generic
-// proxy (thread stores) and the async proxy (the tensor core's operand reads).
-// Uses kda_plan::main::* and kda_plan::UMMA_*, TMEM_*.
+// What the roles of the fused kernel share (tcgen05/fused_*): the two SMEM
+// operand layouts the descriptors describe (kda_plan::UMMA_*): the [C][128]
+// tiles as TMA writes them (two 64-column halves, the 128-byte swizzle), and
+// the [rows][C] operands as K-major 8-row x 16-byte core matrices without
+// swizzle; TMA and cp.async loads; the ring's and the consumer's barriers,
+// named barriers, and the fences between the generic proxy (thread stores)
+// and the async proxy (TMA writes, the tensor core's operand reads).
+// Uses kda_plan::main::* and kda_plan::UMMA_*, TMA_*, TMEM_*.
 namespace kda {
 namespace frag {
 
-// Byte offset of element (row, k) in a K-major core-matrix operand whose 8-row groups are `sbo` bytes apart.
-__device__ __forceinline__ int core_at(int row, int k, int sbo) {
-  return (row >> 3) * sbo + (k >> 3) * kda_plan::UMMA_CORE_LBO + (row & 7) * 16 + (k & 7) * 2;
+// Bytes of one 64-column half of a [C][128] tile (one TMA box: C rows of 128 B).
+constexpr int TILE_HALF_BYTES = kda_plan::CHUNK_SIZE * 128;
+static_assert(kda_plan::TMA_BOX_COLS * 2 == 128 && kda_plan::UMMA_TILE_SWIZZLE128 == 1 &&
+                  kda_plan::UMMA_TILE_SBO == 8 * 128 && TILE_HALF_BYTES % 1024 == 0,
+              "tiles: 64-column halves of 128-byte rows, 128-byte swizzle, 8-row atoms of 1,024 B");
+static_assert(kda_plan::UMMA_NARROW_SWIZZLE128 == 0 && kda_plan::UMMA_NARROW_LBO == 128 &&
+                  kda_plan::UMMA_NARROW_SBO == kda_plan::CHUNK_SIZE / 8 * 128,
+              "[rows][C] operands: core matrices without swizzle, adjacent along K");
+
+// Byte offset of element (row, k) of a [C][128] tile: half k / 64, row r at
+// 128 r, its 16-byte chunk j at j ^ (r mod 8) (TMA's 128-byte swizzle on a
+// 1,024-byte aligned half: the pattern follows address bits 7-9 = r mod 8).
+__device__ __forceinline__ int tile_at(int row, int k) {
+  return (k >> 6) * TILE_HALF_BYTES + row * 128 + ((((k & 63) >> 3) ^ (row & 7)) << 4) + (k & 7) * 2;
+}
+
+// Byte offset of element (row, k) of a [rows][C] K-major core-matrix operand.
+__device__ __forceinline__ int narrow_at(int row, int k) {
+  return (row >> 3) * kda_plan::UMMA_NARROW_SBO + (k >> 3) * kda_plan::UMMA_NARROW_LBO + (row & 7) * 16 + (k & 7) * 2;
+}
+
+// One TMA box (64 columns x C rows of head h from token row `row`) into `dst`,
+// counted on `bar` (PTX ISA, cp.async.bulk.tensor; the map is a kernel parameter).
+__device__ __forceinline__ void tma_load_box(void* dst, const TensorMapBytes& map, int col, int h, i64 row, u64* bar) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+               "[%5];" ::"r"(smem_address(dst)),
+               "l"(&map), "r"(col), "r"(h), "r"(static_cast<int>(row)), "r"(smem_address(bar))
+               : "memory");
+}
+
+// A [C][128] tile of x (rows row0 .. of head h) into `tile` and one arrival
+// on `bar` per thread of a group of `threads`: a whole chunk by TMA (thread 0
+// expects the bytes, the others arrive), a tail chunk by 16-byte cp.async with
+// zero-fill past `valid` rows (one arrival each once its copies land).
+__device__ __forceinline__ void load_tile(u8* tile, const TensorMapBytes& map, const void* x, int heads, int h, i64 row0,
+                                          int valid, u64* bar, int thread, int threads) {
+  constexpr int C = kda_plan::CHUNK_SIZE;
+  constexpr int PARTS = kda_plan::HEAD_DIM / 8;
+  if (valid == C) {
+    if (thread == 0) {
+      mbarrier_arrive_expect_tx(bar, 2 * TILE_HALF_BYTES);
+      tma_load_box(tile, map, 0, h, row0, bar);
+      tma_load_box(tile + TILE_HALF_BYTES, map, 64, h, row0, bar);
+    } else {
+      mbarrier_arrive(bar);
+    }
+    return;
+  }
+  for (int i = thread; i < C * PARTS; i += threads) {
+    const int row = i / PARTS;
+    const int part = i % PARTS;
+    const bool ok = row < valid;
+    const u8* src = reinterpret_cast<const u8*>(x) + ((row0 + row) * heads + h) * kda_plan::HEAD_DIM * 2 + 16 * part;
+    cp_async_16(tile + tile_at(row, 8 * part), ok ? src : x, ok);
+  }
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_address(bar)) : "memory");
 }
 
 // bar.sync on a named barrier (0 is __syncthreads).
@@ -22,11 +76,6 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
 // This thread's earlier stores to SMEM become visible to the async proxy (tensor-core operand reads).
 __device__ __forceinline__ void fence_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-
-// One arrival on `bar` once this thread's earlier cp.asyncs have landed (the barrier counts it at init).
-__device__ __forceinline__ void cp_async_arrive_noinc(u64* bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_address(bar)) : "memory");
 }
 
 // The barriers of the fused kernel: per ring slot (index slot) and per chunk
@@ -69,7 +118,7 @@ __device__ __forceinline__ void init_fused_barriers(const FusedBarriers& b) {
   for (int s = 0; s < F::STAGES; ++s) {
     mbarrier_init(b.slot_ready + s, 1);
     mbarrier_init(b.slot_free + s, 1);
-    mbarrier_init(b.tile_loaded + s, 32u * F::LOAD_WARPS);
+    mbarrier_init(b.tile_loaded + s, 3u * 32u * F::LOAD_WARPS); // q, k, g: one arrival per lane and tile
     mbarrier_init(b.v_loaded + s, group);
   }
   mbarrier_init(b.snapshot_ready, 32u * F::STATE_WARPS);
@@ -98,12 +147,6 @@ __device__ __forceinline__ RingChunk ring_chunk(u8* smem, const SequenceSpan& se
   r.base = smem + r.slot * F::STAGE_BYTES;
   r.valid = static_cast<int>(min(static_cast<i64>(kda_plan::CHUNK_SIZE), seq.length - c * kda_plan::CHUNK_SIZE));
   return r;
-}
-
-// Row `row` of token tensor x ([tokens, H, 128] bf16) for head h, 16 bytes at key columns 8 part ..
-__device__ __forceinline__ const u8* token_row(const void* x, const SequenceSpan& seq, i64 row, int heads, int h,
-                                               int part) {
-  return reinterpret_cast<const u8*>(x) + ((seq.start + row) * heads + h) * kda_plan::HEAD_DIM * 2 + 16 * part;
 }
 
 } // namespace frag

@@ -25,7 +25,8 @@ __device__ __forceinline__ void consume_mma(const FusedBarriers& bar, const Tmem
                                             const SequenceSpan& seq, i64 chunks) {
   namespace F = kda_plan::main;
   constexpr int C = kda_plan::CHUNK_SIZE;
-  constexpr int K_STEP = 2 * kda_plan::UMMA_CORE_LBO; // 16 k = two core matrices along K
+  constexpr int K_STEP = 2 * kda_plan::UMMA_NARROW_LBO; // [rows][C] operands: 16 k = two core matrices along K
+  constexpr int TILE_K_STEP = 32;                      // [C][128] tiles: 16 k = 32 B inside a swizzled 128-byte row
   for (i64 c = 0; c < chunks; ++c) {
     const RingChunk r = ring_chunk(smem, seq, c);
     const u32 parity = static_cast<u32>(c & 1);
@@ -40,11 +41,10 @@ __device__ __forceinline__ void consume_mma(const FusedBarriers& bar, const Tmem
 #pragma unroll
     for (int ks = 0; ks < kda_plan::HEAD_DIM / 16; ++ks) {
       const u32 a_col = kda_plan::TMEM_SNAPSHOT_COL + 8 * ks; // 16 bf16 of each lane in 8 columns
-      umma_ts_warp(t, kda_plan::TMEM_WORK_COL, a_col,
-                   descriptor_at(kda_plan::UMMA_DESC_TILE, r.base + F::KD_OFFSET + ks * K_STEP),
+      const int at = (ks / 4) * TILE_HALF_BYTES + (ks % 4) * TILE_K_STEP; // keys 16 ks ..: half, then 32 B steps
+      umma_ts_warp(t, kda_plan::TMEM_WORK_COL, a_col, descriptor_at(kda_plan::UMMA_DESC_TILE, r.base + F::KD_OFFSET + at),
                    kda_plan::UMMA_IDESC_PROJECT, ks > 0);
-      umma_ts_warp(t, kda_plan::TMEM_OUT_COL, a_col,
-                   descriptor_at(kda_plan::UMMA_DESC_TILE, r.base + F::QD_OFFSET + ks * K_STEP),
+      umma_ts_warp(t, kda_plan::TMEM_OUT_COL, a_col, descriptor_at(kda_plan::UMMA_DESC_TILE, r.base + F::QD_OFFSET + at),
                    kda_plan::UMMA_IDESC_PROJECT, ks > 0);
     }
     umma_commit_warp(bar.projected);
@@ -166,7 +166,7 @@ __device__ __forceinline__ void load_lane32(const TmemSpace& t, u32 column, floa
 __device__ __forceinline__ void store_operand_row(u8* operand, int v, const float (&x)[kda_plan::CHUNK_SIZE]) {
 #pragma unroll
   for (int q = 0; q < kda_plan::CHUNK_SIZE / 8; ++q) {
-    *reinterpret_cast<uint4*>(operand + core_at(v, 8 * q, kda_plan::UMMA_NARROW_SBO)) =
+    *reinterpret_cast<uint4*>(operand + narrow_at(v, 8 * q)) =
         make_uint4(pack_bf16x2(x[8 * q], x[8 * q + 1]), pack_bf16x2(x[8 * q + 2], x[8 * q + 3]),
                    pack_bf16x2(x[8 * q + 4], x[8 * q + 5]), pack_bf16x2(x[8 * q + 6], x[8 * q + 7]));
   }
@@ -199,7 +199,7 @@ __device__ __forceinline__ void consume_epilogue(const kda_plan::KdaParams& p, c
     load_lane32(t, kda_plan::TMEM_WORK_COL, x); // P^T[v][.]
 #pragma unroll
     for (int i = 0; i < C; ++i) {
-      const float vi = bf16_bits_to_float(*reinterpret_cast<const u16*>(v_tile + core_at(i, v, kda_plan::UMMA_TILE_SBO)));
+      const float vi = bf16_bits_to_float(*reinterpret_cast<const u16*>(v_tile + tile_at(i, v)));
       x[i] = i < r.valid ? (vi - x[i]) * beta[i] : 0.0f;
     }
     store_operand_row(half, v, x); // Delta^T (delta_t)

@@ -4,9 +4,10 @@
 // (G = PRODUCER_GROUPS, a divisor of STAGES) in ring slot c mod STAGES while
 // the consumer roles take the chunks in order. Per chunk:
 //   load (load warp, chunks in order): once the slot is free (the update of
-//            chunk c - STAGES has committed), the raw q, k, g tiles with
-//            16-byte cp.async (rows past the sequence end zero-filled), then
-//            one cp.async arrival per lane on tile_loaded
+//            chunk c - STAGES has committed), the raw q, k, g tiles: a whole
+//            chunk by TMA (two 64-column boxes per tile, 128-byte swizzle), a
+//            tail chunk by 16-byte cp.async with the rows past the sequence end
+//            zero-filled (TMA would read the next sequence's rows)
 //   norm:    1 / sqrt(sum x^2 + 1e-6) of the q and k rows (128 / 2C threads a row);
 //            beta = sigmoid(logit) of the valid rows
 //   gate:    thread j owns key column j: a2 = gate_scale sigmoid(exp(A_log) (g + dt_bias)),
@@ -27,10 +28,10 @@
 //            8 x 8 diagonal blocks by forward substitution, then T21 = -T22 (L21 T11)
 //            at 16 (and 32); T rounded once to bf16 into tinv (over lmat)
 //   restore: Kd = Kda 2^C_a, Qd = Qda_hi 2^C_a (bf16, in place), Kr = Ki_hi 2^(G_tot - C_a)
-//            (bf16) to kr_t (Kr^T rows); then V over ki (cp.async, one
-//            arrival per thread on v_loaded), and slot_ready once the group has
-//            fenced its operand stores for the async proxy
-// Uses kda_plan::main::*, UMMA_TILE_SBO, UMMA_NARROW_SBO.
+//            (bf16) to kr_t (Kr^T rows); then V over ki (TMA, or cp.async for a
+//            tail chunk), and slot_ready once the group has fenced its operand
+//            stores for the async proxy
+// Uses kda_plan::main::*, tile_at / narrow_at / load_tile (tcgen05/fused_common).
 namespace kda {
 namespace frag {
 
@@ -38,26 +39,17 @@ __device__ __forceinline__ void load_raw_tiles(const kda_plan::KdaParams& p, con
                                                const SequenceSpan& seq, int h, i64 chunks) {
   namespace F = kda_plan::main;
   constexpr int C = kda_plan::CHUNK_SIZE;
-  constexpr int PARTS = kda_plan::HEAD_DIM / 8; // 16-byte pieces of a row
   const int lane = threadIdx.x & 31;
   for (i64 c = 0; c < chunks; ++c) {
     const RingChunk r = ring_chunk(smem, seq, c);
     if (c >= F::STAGES) {
       mbarrier_wait(bar.slot_free + r.slot, r.round_parity ^ 1u); // chunk c - STAGES has left the slot
     }
-    const void* const sources[3] = {p.q, p.k, p.g};
-    const int targets[3] = {F::Q_RAW_OFFSET, F::K_RAW_OFFSET, F::G_RAW_OFFSET};
-#pragma unroll
-    for (int tile = 0; tile < 3; ++tile) {
-      for (int i = lane; i < C * PARTS; i += 32) {
-        const int row = i / PARTS;
-        const int part = i % PARTS;
-        const bool ok = row < r.valid;
-        cp_async_16(r.base + targets[tile] + core_at(row, 8 * part, kda_plan::UMMA_TILE_SBO),
-                    ok ? token_row(sources[tile], seq, c * C + row, p.heads, h, part) : sources[tile], ok);
-      }
-    }
-    cp_async_arrive_noinc(bar.tile_loaded + r.slot);
+    // one arrival per lane and tile: the barrier counts 3 x 32
+    const i64 row0 = seq.start + c * C;
+    load_tile(r.base + F::Q_RAW_OFFSET, p.tma_q, p.q, p.heads, h, row0, r.valid, bar.tile_loaded + r.slot, lane, 32);
+    load_tile(r.base + F::K_RAW_OFFSET, p.tma_k, p.k, p.heads, h, row0, r.valid, bar.tile_loaded + r.slot, lane, 32);
+    load_tile(r.base + F::G_RAW_OFFSET, p.tma_g, p.g, p.heads, h, row0, r.valid, bar.tile_loaded + r.slot, lane, 32);
   }
 }
 
@@ -89,8 +81,6 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
   constexpr int D = kda_plan::HEAD_DIM;
   constexpr int B = kda_plan::INVERSE_BLOCK;
   constexpr int THREADS = 32 * F::PRODUCER_WARPS / F::PRODUCER_GROUPS;
-  constexpr int TS = kda_plan::UMMA_TILE_SBO;
-  constexpr int NS = kda_plan::UMMA_NARROW_SBO;
   static_assert((C == 16 || C == 32) && D == 128 && THREADS == D,
                 "chunk 16 or 32: a producer group of 128 threads, one per key column");
   static_assert(F::STAGES % F::PRODUCER_GROUPS == 0, "producer group p fills the ring slots p, p + G, ...");
@@ -103,7 +93,7 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
                     F::QD_OFFSET == F::QD_ANCHORED_OFFSET && F::V_OFFSET == F::KI_OFFSET &&
                     F::TINV_OFFSET == F::LMAT_OFFSET,
                 "center, restore and the inverse work in place; V arrives over ki");
-  static_assert(F::MQK_OFFSET == F::KR_T_OFFSET + F::KR_T_BYTES && F::KR_T_BYTES == (D / 8) * NS,
+  static_assert(F::MQK_OFFSET == F::KR_T_OFFSET + F::KR_T_BYTES && F::KR_T_BYTES == (D / 8) * kda_plan::UMMA_NARROW_SBO,
                 "kr_t and mqk are one operand: [Kr | Mqk^T], N = D + C rows of C keys");
   const int barrier_id = 1 + group;
   const int warp = gt >> 5;
@@ -137,7 +127,7 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
       float s = 0.0f;
 #pragma unroll
       for (int part = 0; part < D / ROW_THREADS / 8; ++part) {
-        const uint4 v = *reinterpret_cast<const uint4*>(x + core_at(row, (D / ROW_THREADS) * piece + 8 * part, TS));
+        const uint4 v = *reinterpret_cast<const uint4*>(x + tile_at(row, (D / ROW_THREADS) * piece + 8 * part));
         const u32 w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
@@ -165,7 +155,7 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
       float prefix = 0.0f;
 #pragma unroll
       for (int i = 0; i < C; ++i) {
-        const float gi = bf16_bits_to_float(*reinterpret_cast<const u16*>(g_raw + core_at(i, j, TS)));
+        const float gi = bf16_bits_to_float(*reinterpret_cast<const u16*>(g_raw + tile_at(i, j)));
         const float a2 = i < r.valid ? __fmul_rn(p.gate_scale, sigmoid(a_scale * (gi + bias))) : 0.0f;
         prefix = __fadd_rn(prefix, a2);
         G[i] = prefix;
@@ -177,7 +167,7 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
     // center: each thread rewrites the elements of column j it read
 #pragma unroll
     for (int i = 0; i < C; ++i) {
-      const int at = core_at(i, j, TS);
+      const int at = tile_at(i, j);
       const float kn = bf16_bits_to_float(*reinterpret_cast<const u16*>(k_raw + at)) * rnorm[C + i];
       const float qn = bf16_bits_to_float(*reinterpret_cast<const u16*>(q_raw + at)) * rnorm[i] * p.scale;
       const float down = fast_exp2(G[i] - anchor);
@@ -212,7 +202,7 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
       }
 #pragma unroll 2
       for (int ks = 0; ks < D / 16 && works; ++ks) {
-        const int a_at = core_at(r0 + 8 * (mj & 1) + (lane & 7), 16 * ks + 8 * (mj >> 1), TS);
+        const int a_at = tile_at(r0 + 8 * (mj & 1) + (lane & 7), 16 * ks + 8 * (mj >> 1));
         u32 a[4];
         u32 a_lo[4];
         ldmatrix_x4(a, a_tile + a_at);
@@ -221,7 +211,7 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
         }
 #pragma unroll
         for (int np = 0; np < C / 16; ++np) {
-          const int b_at = core_at(16 * np + 8 * (mj >> 1) + (lane & 7), 16 * ks + 8 * (mj & 1), TS);
+          const int b_at = tile_at(16 * np + 8 * (mj >> 1) + (lane & 7), 16 * ks + 8 * (mj & 1));
           u32 b[4];
           u32 b_lo[4];
           ldmatrix_x4(b, q_raw + b_at);
@@ -247,7 +237,7 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
             if (is_l) {
               lmat[i * C + col] = float_to_bf16_bits(i > col ? beta[i] * acc[nt][e] : 0.0f);
             } else {
-              *reinterpret_cast<u16*>(mqk + core_at(i, col, NS)) = float_to_bf16_bits(i >= col ? acc[nt][e] : 0.0f);
+              *reinterpret_cast<u16*>(mqk + narrow_at(i, col)) = float_to_bf16_bits(i >= col ? acc[nt][e] : 0.0f);
             }
           }
         }
@@ -297,7 +287,7 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
         const int k = k0 + 2 * e;
         w[e] = pack_bf16x2(k <= row ? tf[row * C + k] : 0.0f, k + 1 <= row ? tf[row * C + k + 1] : 0.0f);
       }
-      *reinterpret_cast<uint4*>(r.base + F::TINV_OFFSET + core_at(row, k0, NS)) = make_uint4(w[0], w[1], w[2], w[3]);
+      *reinterpret_cast<uint4*>(r.base + F::TINV_OFFSET + narrow_at(row, k0)) = make_uint4(w[0], w[1], w[2], w[3]);
     }
 
     // restore: Kd, Qd in place (column j), Kr^T row j of kr_t
@@ -307,7 +297,7 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
       u32 kr[C / 2];
 #pragma unroll
       for (int i = 0; i < C; ++i) {
-        const int at = core_at(i, j, TS);
+        const int at = tile_at(i, j);
         u16* const kd = reinterpret_cast<u16*>(k_raw + at);
         u16* const qd = reinterpret_cast<u16*>(g_raw + at);
         *kd = float_to_bf16_bits(bf16_bits_to_float(*kd) * up);
@@ -317,20 +307,14 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
       }
 #pragma unroll
       for (int part = 0; part < C / 8; ++part) {
-        *reinterpret_cast<uint4*>(kr_t + core_at(j, 8 * part, NS)) =
+        *reinterpret_cast<uint4*>(kr_t + narrow_at(j, 8 * part)) =
             make_uint4(kr[4 * part], kr[4 * part + 1], kr[4 * part + 2], kr[4 * part + 3]);
       }
     }
     fence_async_shared();                    // kd, qd, kr_t, mqk, tinv: read by the tensor core
     named_barrier_sync(barrier_id, THREADS); // ki is dead: V may land over it
-    for (int i = gt; i < C * (D / 8); i += THREADS) {
-      const int row = i / (D / 8);
-      const int part = i % (D / 8);
-      const bool ok = row < r.valid;
-      cp_async_16(r.base + F::V_OFFSET + core_at(row, 8 * part, TS),
-                  ok ? token_row(p.v, seq, c * C + row, p.heads, h, part) : static_cast<const void*>(p.v), ok);
-    }
-    cp_async_arrive_noinc(bar.v_loaded + r.slot);
+    load_tile(r.base + F::V_OFFSET, p.tma_v, p.v, p.heads, h, seq.start + c * C, r.valid, bar.v_loaded + r.slot, gt,
+              THREADS);
     if (gt == 0) {
       mbarrier_arrive(bar.slot_ready + r.slot);
     }

@@ -5,7 +5,8 @@
 // (p.workspace + CTA x TMEM_IMAGE_BYTES, column-major: [column][128 lanes]);
 // tcgen05.mma is computed by the issuing warp in fp32 from bf16 operands read
 // through the same host-encoded descriptors (decoded here: start address,
-// leading and stride byte offsets, the fixed bits 46-48, no swizzle) and the
+// leading and stride byte offsets, the fixed bits 46-48, no swizzle or the
+// 128-byte swizzle as an XOR of address bits 4-6 with bits 7-9) and the
 // same instruction descriptor (M, N, bf16 inputs, fp32 D, K-major A and B);
 // an encoding it does not model traps instead of computing something else.
 // tcgen05.commit becomes: the warp's writes fenced, then one mbarrier arrival.
@@ -77,10 +78,12 @@ __device__ __forceinline__ void tmem_store8(const TmemSpace& t, u32 column, cons
 
 __device__ __forceinline__ void tmem_wait_store() {}
 
-// The fields of a tcgen05 SMEM descriptor this proxy models (no swizzle,
-// relative leading offset, base offset 0, fixed bits 46-48 = 0b001).
+// The fields of a tcgen05 SMEM descriptor this proxy models (no swizzle or
+// the 128-byte swizzle, relative leading offset, base offset 0, fixed bits
+// 46-48 = 0b001).
 struct ProxyOperand {
   u32 start, lbo, sbo;
+  bool swizzle128;
 };
 
 __device__ __forceinline__ ProxyOperand proxy_operand(u64 desc) {
@@ -88,20 +91,30 @@ __device__ __forceinline__ ProxyOperand proxy_operand(u64 desc) {
   const u32 base_offset = static_cast<u32>((desc >> 49) & 7u);
   const u32 absolute = static_cast<u32>((desc >> 52) & 1u);
   const u32 swizzle = static_cast<u32>(desc >> 61);
-  if (fixed != 1u || base_offset != 0u || absolute != 0u || swizzle != 0u) {
+  if (fixed != 1u || base_offset != 0u || absolute != 0u || (swizzle != 0u && swizzle != 2u)) {
     __trap();
   }
   ProxyOperand o;
   o.start = static_cast<u32>(desc & 0x3fffu) << 4;
   o.lbo = static_cast<u32>((desc >> 16) & 0x3fffu) << 4;
   o.sbo = static_cast<u32>((desc >> 32) & 0x3fffu) << 4;
+  o.swizzle128 = swizzle == 2u;
   return o;
 }
 
-// Element (row, k) of a K-major operand without swizzle: 8-row x 16-byte core
-// matrices, `lbo` apart along K and `sbo` apart along M / N.
+// Element (row, k < 16) of a K-major operand. Without swizzle: 8-row x 16-byte
+// core matrices, `lbo` apart along K and `sbo` apart along M / N. With the
+// 128-byte swizzle: rows of 128 B in 8-row atoms `sbo` apart, K from the start
+// address on, and the 16-byte chunk index (address bits 4-6) XORed with the
+// row inside the atom (address bits 7-9), as the hardware applies it.
 __device__ __forceinline__ float proxy_element(const ProxyOperand& o, u32 row, u32 k) {
-  const u32 address = o.start + (row >> 3) * o.sbo + (k >> 3) * o.lbo + (row & 7u) * 16u + (k & 7u) * 2u;
+  u32 address = 0;
+  if (o.swizzle128) {
+    const u32 linear = o.start + (row >> 3) * o.sbo + (row & 7u) * 128u + k * 2u;
+    address = linear ^ (((linear >> 7) & 7u) << 4);
+  } else {
+    address = o.start + (row >> 3) * o.sbo + (k >> 3) * o.lbo + (row & 7u) * 16u + (k & 7u) * 2u;
+  }
   u16 bits;
   asm volatile("ld.shared.b16 %0, [%1];" : "=h"(bits) : "r"(address));
   return bf16_bits_to_float(bits);

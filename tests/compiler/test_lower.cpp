@@ -121,9 +121,25 @@ TEST_CASE("the fused M128 design lowers to one kernel with its tcgen05 encodings
   // N >> 3 in bits 17-22, M >> 4 in bits 24-28, bf16 A/B (bits 7-9, 10-12 = 1), f32 D (bits 4-5 = 1)
   CHECK(u.shapes[2].idesc == ((160u >> 3) << 17 | (128u >> 4) << 24 | 1u << 10 | 1u << 7 | 1u << 4));
   REQUIRE(u.operands.size() == 2);
-  CHECK((u.operands[0].name == "TILE" && u.operands[0].sbo == 2048 && u.operands[0].lbo == 128));
-  CHECK((u.operands[1].name == "NARROW" && u.operands[1].sbo == 512));
+  // [C][128] tiles as TMA writes them: 128-byte swizzle (tcgen05 code 2), 8-row atoms 1,024 B apart
+  CHECK((u.operands[0].name == "TILE" && u.operands[0].sbo == 1024 && u.operands[0].swizzle128));
+  CHECK(u.operands[0].desc == (2ull << 61 | 1ull << 46 | (1024ull >> 4) << 32 | (16ull >> 4) << 16));
+  CHECK((u.operands[1].name == "NARROW" && u.operands[1].sbo == 512 && !u.operands[1].swizzle128));
   CHECK(u.operands[1].desc == (1ull << 46 | (512ull >> 4) << 32 | (128ull >> 4) << 16));
+  // whole chunks by TMA: four tensor maps after the v2 fields, 64-byte aligned
+  CHECK(u.tma_box_cols == 64);
+  CHECK(plan.abi.version == 3);
+  CHECK(plan.abi.alignment == 64);
+  for (const char* name : {"tma_q", "tma_k", "tma_g", "tma_v"}) {
+    const ArgField* f = plan.abi.find(name);
+    REQUIRE(f != nullptr);
+    CHECK(f->type == ArgType::tensor_map);
+    CHECK(f->size == 128);
+    CHECK(f->offset % 64 == 0);
+  }
+  CHECK(plan.abi.size % 64 == 0);
+  // the other families keep the v2 field list (no maps)
+  CHECK(lower_shipped("sm90_wgmma_c32", "sm_90a", LayoutKind::fixed).abi.find("tma_q") == nullptr);
   CHECK(std::find(plan.fragments.begin(), plan.fragments.end(), "tcgen05/ops") != plan.fragments.end());
 }
 

@@ -112,3 +112,22 @@ TEST_CASE("tensor map: every documented constraint is enforced", "[compiler][ten
   nan_fill.oob_fill = TmaOobFill::nan_request_zero_fma;
   CHECK(tensor_map_problems(nan_fill).empty());
 }
+
+TEST_CASE("tensor map: the fused kernels' swizzled 64-column boxes are valid", "[compiler][tensor_map]") {
+  for (std::uint32_t rows : {16u, 32u}) {
+    const TensorMapRequest r =
+        swizzled_rows_tensor_map(0x7f0000001000ull, TmaDataType::bf16, 65536, 96, 128, 64, rows);
+    INFO(rows);
+    CHECK(tensor_map_problems(r).empty());
+    CHECK(r.rank == 3);
+    CHECK(r.swizzle == TmaSwizzle::b128);
+    CHECK(r.box_dim[0] * 2 == 128); // the inner box spans exactly the 128-byte swizzle
+    CHECK(r.box_dim[1] == 1);
+    CHECK(r.box_dim[2] == rows);
+    CHECK(r.global_strides[0] == 256);      // one head's row
+    CHECK(r.global_strides[1] == 96 * 256); // one token
+  }
+  // a 128-column box would exceed the swizzle span
+  TensorMapRequest wide = swizzled_rows_tensor_map(0x7f0000001000ull, TmaDataType::bf16, 100, 4, 128, 128, 32);
+  CHECK_FALSE(tensor_map_problems(wide).empty());
+}
