@@ -133,7 +133,7 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           {},
           8, // 8 x 8 diagonal blocks, merged 8 -> 16 -> 32
           false,
-          {128},
+          {128, 64}, // M 64: two CTAs per (sequence, head), each with half of the value rows
           FamilyRecipe::Umma{
               {{"PROJECT", 32}, {"SOLVE", 32}, {"UPDATE", 160}}, // S [Kd|Qd]^T per half; Delta^T T^T; U^T [Kr|Mqk^T]
               // [rows x 128] tiles as TMA writes them (two 64-column halves, 128-byte

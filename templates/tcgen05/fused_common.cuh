@@ -26,6 +26,21 @@ __device__ __forceinline__ int tile_at(int row, int k) {
   return (k >> 6) * TILE_HALF_BYTES + row * 128 + ((((k & 63) >> 3) ^ (row & 7)) << 4) + (k & 7) * 2;
 }
 
+// The value row (inside the CTA's M_TILE rows) whose TMEM lane thread t of a
+// 4-warp state or epilogue role reaches, or -1. M 128: lane t holds row t (the
+// data-path layout of M = 128, cta_group::1). M 64 (cta_group::1, not .ws):
+// rows 16 w .. 16 w + 15 are lanes 32 w .. 32 w + 15, the first half of warp
+// w's lane quarter (PTX ISA, tcgen05 "Matrix fragments" data-path layout F,
+// which the A operand in TMEM follows too); the other 16 lanes of each
+// quarter are unused, their threads only join the warp-wide TMEM accesses.
+__device__ __forceinline__ int tmem_row_of(int t) {
+  static_assert(kda_plan::M_TILE == 128 || kda_plan::M_TILE == 64, "M 128 or M 64");
+  if (kda_plan::M_TILE == 128) {
+    return t;
+  }
+  return (t & 31) < 16 ? 16 * (t >> 5) + (t & 31) : -1;
+}
+
 // Byte offset of element (row, k) of a [rows][C] K-major core-matrix operand.
 __device__ __forceinline__ int narrow_at(int row, int k) {
   return (row >> 3) * kda_plan::UMMA_NARROW_SBO + (k >> 3) * kda_plan::UMMA_NARROW_LBO + (row & 7) * 16 + (k & 7) * 2;

@@ -83,17 +83,19 @@ __device__ __forceinline__ void bits8(const float (&x)[8], u32 (&w)[8]) {
 
 __device__ __forceinline__ void consume_state(const kda_plan::KdaParams& p, const FusedBarriers& bar,
                                               const TmemSpace& t, u8* smem, const SequenceSpan& seq, int n, int h,
-                                              i64 chunks, int v) {
+                                              int m0, i64 chunks, int thread) {
   constexpr int D = kda_plan::HEAD_DIM;
-  const i64 row = ((static_cast<i64>(n) * p.heads + h) * D + v) * D;
+  const int local = tmem_row_of(thread); // -1: this lane holds no value row (M 64)
+  const bool active = local >= 0;
+  const i64 row = ((static_cast<i64>(n) * p.heads + h) * D + m0 + (active ? local : 0)) * D;
 #pragma unroll 1
   for (int j = 0; j < D / 8; ++j) {
     float s[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
-      s[e] = p.state_in == nullptr ? 0.0f
-             : kda_plan::STATE_FP32 ? static_cast<const float*>(p.state_in)[row + 8 * j + e]
-                                    : bf16_to_float(static_cast<const bf16*>(p.state_in)[row + 8 * j + e]);
+      s[e] = p.state_in == nullptr || !active ? 0.0f
+             : kda_plan::STATE_FP32            ? static_cast<const float*>(p.state_in)[row + 8 * j + e]
+                                               : bf16_to_float(static_cast<const bf16*>(p.state_in)[row + 8 * j + e]);
     }
     u32 w[8];
     bits8(s, w);
@@ -138,6 +140,9 @@ __device__ __forceinline__ void consume_state(const kda_plan::KdaParams& p, cons
   for (int j = 0; j < D / 8; ++j) {
     float s[8];
     tmem_load8(t, kda_plan::TMEM_STATE_COL + 8 * j, s);
+    if (!active) {
+      continue;
+    }
     if (kda_plan::STATE_FP32) {
       float4* const out = reinterpret_cast<float4*>(static_cast<float*>(p.state_out) + row + 8 * j);
       out[0] = make_float4(s[0], s[1], s[2], s[3]);
@@ -162,7 +167,7 @@ __device__ __forceinline__ void load_lane32(const TmemSpace& t, u32 column, floa
   }
 }
 
-// Row v of a [128][C] K-major operand (core matrices, SBO UMMA_NARROW_SBO) from C values, rounded once to bf16.
+// Row v of an [M_TILE][C] K-major operand (core matrices) from C values, rounded once to bf16.
 __device__ __forceinline__ void store_operand_row(u8* operand, int v, const float (&x)[kda_plan::CHUNK_SIZE]) {
 #pragma unroll
   for (int q = 0; q < kda_plan::CHUNK_SIZE / 8; ++q) {
@@ -173,18 +178,22 @@ __device__ __forceinline__ void store_operand_row(u8* operand, int v, const floa
 }
 
 __device__ __forceinline__ void consume_epilogue(const kda_plan::KdaParams& p, const FusedBarriers& bar,
-                                                 const TmemSpace& t, u8* smem, const SequenceSpan& seq, int h,
-                                                 i64 chunks, int v) {
+                                                 const TmemSpace& t, u8* smem, const SequenceSpan& seq, int h, int m0,
+                                                 i64 chunks, int thread) {
   namespace F = kda_plan::main;
   constexpr int C = kda_plan::CHUNK_SIZE;
   constexpr int D = kda_plan::HEAD_DIM;
+  constexpr int M = kda_plan::M_TILE;
   constexpr int THREADS = 32 * F::EPILOGUE_WARPS;
   constexpr int BARRIER_ID = 1 + F::PRODUCER_GROUPS; // after the producer groups' named barriers
-  static_assert(THREADS == kda_plan::M_TILE && F::STATE_WARPS == F::EPILOGUE_WARPS,
-                "one state and one epilogue thread per value row (TMEM lane)");
+  static_assert(THREADS == 128 && F::STATE_WARPS == F::EPILOGUE_WARPS,
+                "four state and four epilogue warps: one thread per TMEM lane");
   static_assert(F::DELTA_T_OFFSET == F::OUT_OFFSET && F::U_T_OFFSET == F::OUT_OFFSET &&
-                    F::OUT_BYTES == 2 * C * D * 2 && F::DELTA_T_BYTES == F::OUT_BYTES,
+                    F::OUT_BYTES == 2 * C * M * 2 && F::DELTA_T_BYTES == F::OUT_BYTES,
                 "Delta^T, U^T and the output tile share two halves (chunk c uses half c mod 2)");
+  const int local = tmem_row_of(thread); // -1: this lane holds no value row (M 64)
+  const bool active = local >= 0;
+  const int v = m0 + (active ? local : 0);
   for (i64 c = 0; c < chunks; ++c) {
     const RingChunk r = ring_chunk(smem, seq, c);
     const u32 parity = static_cast<u32>(c & 1);
@@ -202,7 +211,9 @@ __device__ __forceinline__ void consume_epilogue(const kda_plan::KdaParams& p, c
       const float vi = bf16_bits_to_float(*reinterpret_cast<const u16*>(v_tile + tile_at(i, v)));
       x[i] = i < r.valid ? (vi - x[i]) * beta[i] : 0.0f;
     }
-    store_operand_row(half, v, x); // Delta^T (delta_t)
+    if (active) {
+      store_operand_row(half, local, x); // Delta^T (delta_t)
+    }
     fence_async_shared();
     tcgen05_fence_before_thread_sync();
     mbarrier_arrive(bar.delta_ready);
@@ -210,7 +221,9 @@ __device__ __forceinline__ void consume_epilogue(const kda_plan::KdaParams& p, c
     mbarrier_wait(bar.solved, parity);
     tcgen05_fence_after_thread_sync();
     load_lane32(t, kda_plan::TMEM_WORK_COL, x); // U^T[v][.]
-    store_operand_row(half, v, x);              // u_t over delta_t (the solve has read it)
+    if (active) {
+      store_operand_row(half, local, x); // u_t over delta_t (the solve has read it)
+    }
     fence_async_shared();
     tcgen05_fence_before_thread_sync();
     mbarrier_arrive(bar.u_ready);
@@ -220,17 +233,19 @@ __device__ __forceinline__ void consume_epilogue(const kda_plan::KdaParams& p, c
     load_lane32(t, kda_plan::TMEM_OUT_COL, x); // O^T[v][.]
     tcgen05_fence_before_thread_sync();
     mbarrier_arrive(bar.o_drained);
+    if (active) {
 #pragma unroll
-    for (int i = 0; i < C; ++i) {
-      reinterpret_cast<u16*>(half)[i * D + v] = float_to_bf16_bits(x[i]); // out[i][v] over u_t (the update has read it)
+      for (int i = 0; i < C; ++i) {
+        reinterpret_cast<u16*>(half)[i * M + local] = float_to_bf16_bits(x[i]); // out[i][v] over u_t (read by the update)
+      }
     }
     named_barrier_sync(BARRIER_ID, THREADS);
-    for (int i = v; i < C * (D / 8); i += THREADS) {
-      const int row = i / (D / 8);
-      const int part = i % (D / 8);
+    for (int i = thread; i < C * (M / 8); i += THREADS) {
+      const int row = i / (M / 8);
+      const int part = i % (M / 8);
       if (row < r.valid) {
         *reinterpret_cast<uint4*>(reinterpret_cast<u8*>(p.out) + ((seq.start + c * C + row) * p.heads + h) * D * 2 +
-                                  16 * part) = *reinterpret_cast<const uint4*>(half + 2 * (row * D + 8 * part));
+                                  2 * m0 + 16 * part) = *reinterpret_cast<const uint4*>(half + 2 * (row * M + 8 * part));
       }
     }
   }

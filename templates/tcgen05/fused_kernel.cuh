@@ -1,6 +1,7 @@
 // kdajit fragment: tcgen05/fused_kernel
-// The fused kernel of seed note 000 (one CTA per (sequence, head), M 128;
-// chunk 32 with the exponent anchor, or chunk 16 without): barrier and TMEM
+// The fused kernel of seed note 000 (one CTA per (sequence, head) and block
+// of M_TILE value rows: M 128, or M 64 with two CTAs that both prepare every
+// chunk; chunk 32 with the exponent anchor, or chunk 16 without): barrier and TMEM
 // set-up, then each warp role's loop
 // (tcgen05/fused_prepare: load warp, producer groups; tcgen05/fused_consumer:
 // state warps, MMA warp, epilogue warps), then TMEM is freed. Roles meet only
@@ -11,14 +12,15 @@ namespace frag {
 
 __device__ __forceinline__ void fused_prefill(const kda_plan::KdaParams& p) {
   namespace F = kda_plan::main;
-  static_assert(kda_plan::M_TILE == 128, "M 128: one CTA holds all 128 value rows");
   static_assert(F::STATE_FIRST_WARP == 0 && F::EPILOGUE_FIRST_WARP == F::STATE_WARPS && F::STATE_WARPS == 4,
                 "state warps 0-3 and epilogue warps 4-7: warp w reaches TMEM lanes 32 (w % 4) ..");
   static_assert(F::LOAD_WARPS == 1 && F::MMA_WARPS == 1, "one load warp, one MMA warp");
   static_assert(F::PRODUCER_WARPS % F::PRODUCER_GROUPS == 0, "whole warps per producer group");
   extern __shared__ __align__(1024) u8 smem[];
   const int n = blockIdx.x;
-  const int h = blockIdx.y;
+  constexpr int ROW_BLOCKS = kda_plan::HEAD_DIM / kda_plan::M_TILE;
+  const int h = blockIdx.y / ROW_BLOCKS;
+  const int m0 = (blockIdx.y % ROW_BLOCKS) * kda_plan::M_TILE; // the CTA's first value row
   const SequenceSpan seq = sequence_span(p, n);
   const i64 chunks = chunks_of(seq.length);
   const int warp = threadIdx.x >> 5;
@@ -36,9 +38,9 @@ __device__ __forceinline__ void fused_prefill(const kda_plan::KdaParams& p) {
   const TmemSpace t = tmem_open(p, tmem_slot);
 
   if (warp < F::STATE_FIRST_WARP + F::STATE_WARPS) {
-    consume_state(p, bar, t, smem, seq, n, h, chunks, threadIdx.x - 32 * F::STATE_FIRST_WARP);
+    consume_state(p, bar, t, smem, seq, n, h, m0, chunks, threadIdx.x - 32 * F::STATE_FIRST_WARP);
   } else if (warp < F::EPILOGUE_FIRST_WARP + F::EPILOGUE_WARPS) {
-    consume_epilogue(p, bar, t, smem, seq, h, chunks, threadIdx.x - 32 * F::EPILOGUE_FIRST_WARP);
+    consume_epilogue(p, bar, t, smem, seq, h, m0, chunks, threadIdx.x - 32 * F::EPILOGUE_FIRST_WARP);
   } else if (warp == F::LOAD_FIRST_WARP) {
     load_raw_tiles(p, bar, smem, seq, h, chunks);
   } else if (warp == F::MMA_FIRST_WARP) {

@@ -132,13 +132,19 @@ __device__ __forceinline__ ProxyShape proxy_shape(u32 idesc) {
   ProxyShape s;
   s.n = ((idesc >> 17) & 0x3fu) << 3;
   s.m = ((idesc >> 24) & 0x1fu) << 4;
-  if (!modelled || s.m != 128u || s.n == 0u || s.n > 256u) {
+  if (!modelled || (s.m != 128u && s.m != 64u) || s.n == 0u || s.n > 256u) {
     __trap();
   }
   return s;
 }
 
-// D[m][d_col + n] (+)= sum over k < 16 of A(m, k) B(n, k): lane l computes rows l, l + 32, l + 64, l + 96.
+// The TMEM lane of row m of a D (or TMEM A) matrix with M rows: M 128 lane m;
+// M 64 (not .ws) rows 16 w .. 16 w + 15 in lanes 32 w .. 32 w + 15 (layout F).
+__device__ __forceinline__ u32 proxy_lane(u32 m, u32 rows) {
+  return rows == 128u ? m : 32u * (m >> 4) + (m & 15u);
+}
+
+// D[m][d_col + n] (+)= sum over k < 16 of A(m, k) B(n, k): lane l computes rows l, l + 32, ... < M.
 template <bool A_IN_TMEM>
 __device__ __forceinline__ void proxy_mma(const TmemSpace& t, u32 d_col, u32 a_col, u64 a_desc, u64 b_desc, u32 idesc,
                                           int accumulate) {
@@ -154,14 +160,14 @@ __device__ __forceinline__ void proxy_mma(const TmemSpace& t, u32 d_col, u32 a_c
 #pragma unroll
     for (u32 k = 0; k < 16; ++k) {
       if (A_IN_TMEM) {
-        const u32 pair = __float_as_uint(*tmem_cell(t, m, a_col + k / 2));
+        const u32 pair = __float_as_uint(*tmem_cell(t, proxy_lane(m, shape.m), a_col + k / 2));
         a_row[k] = bf16_bits_to_float(static_cast<u16>(k % 2 == 0 ? pair & 0xffffu : pair >> 16));
       } else {
         a_row[k] = proxy_element(a, m, k);
       }
     }
     for (u32 n = 0; n < shape.n; ++n) {
-      float* const d = tmem_cell(t, m, d_col + n);
+      float* const d = tmem_cell(t, proxy_lane(m, shape.m), d_col + n);
       float sum = accumulate ? *d : 0.0f;
 #pragma unroll
       for (u32 k = 0; k < 16; ++k) {

@@ -71,9 +71,27 @@ TEST_CASE("a plan whose buffers do not match the fragments cannot be lowered", "
 }
 
 TEST_CASE("designs without a generator are refused with the reason", "[compiler][lower]") {
-  CHECK_THROWS_WITH(lower_shipped("sm100_m64_c32", "sm_100a", LayoutKind::fixed),
-                    Contains("no code generator yet for a tcgen05 fused design with chunk 32 and m_tile 64") &&
-                        Contains("tcgen05 fused chunk 32 m_tile 128"));
+  CHECK_THROWS_WITH(lower_shipped("sm120_c32", "sm_120a", LayoutKind::fixed),
+                    Contains("no code generator yet for a warp_mma") && Contains("tcgen05 fused chunk 32 m_tile 128/64"));
+}
+
+TEST_CASE("the fused M64 design: two CTAs per pair, M 64 MMAs, half the consumer operands", "[compiler][lower][tcgen05]") {
+  const KernelPlan plan = lower_shipped("sm100_m64_c32", "sm_100f", LayoutKind::fixed);
+  REQUIRE(plan.entries.size() == 1);
+  CHECK(plan.tiles.m_tile == 64);
+  CHECK(plan.entries[0].launch.grid == GridRule::sequences_by_heads); // y = heads x 2 row blocks
+  CHECK(plan.entries[0].launch.threads == 960);
+  REQUIRE(plan.umma.has_value());
+  for (const UmmaShape& s : plan.umma->shapes) {
+    CHECK(s.m == 64);
+    CHECK(((s.idesc >> 24) & 31u) == 64u >> 4);
+  }
+  const EntryPlan& e = plan.entries[0];
+  for (const SmemSymbol& s : e.smem) {
+    if (s.buffer == "delta_t" || s.buffer == "out") {
+      CHECK(s.bytes == 2 * 64 * 32 * 2);
+    }
+  }
 }
 
 TEST_CASE("the fused N16 design is the same kernel at chunk 16 without the anchor", "[compiler][lower][tcgen05]") {

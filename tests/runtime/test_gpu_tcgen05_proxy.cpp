@@ -1,5 +1,5 @@
 // Issue 5, item 3: the fused tcgen05 kernels' sm_90a proxies on the H200
-// (sm100_m128_c32 and sm100_n16_c16). Each plan is the schedule's (producer
+// (sm100_m128_c32, sm100_m64_c32, sm100_n16_c16). Each plan is the schedule's (producer
 // groups, the ring and its mbarriers, chunk order, SMEM layout and aliasing,
 // anchored preparation, blocked 8 -> 16 (-> 32) inverse); only templates/tcgen05/ops.cuh
 // is replaced (tcgen05/proxy_ops: TMEM as a per-CTA global image, tcgen05.mma
@@ -46,14 +46,15 @@ void run_one(const GpuCase& c, const std::string& schedule) {
 }
 
 void run(const GpuCase& c) {
-  for (const char* schedule : {"sm100_m128_c32", "sm100_n16_c16"}) {
+  for (const char* schedule : {"sm100_m128_c32", "sm100_m64_c32", "sm100_n16_c16"}) {
     run_one(c, schedule);
   }
 }
 
 } // namespace
 
-TEST_CASE("gpu tcgen05 proxy: the fused M128 and N16 plans meet spec section 8 on the H200", "[gpu][prefill][tcgen05]") {
+TEST_CASE("gpu tcgen05 proxy: the fused M128, M64 and N16 plans meet spec section 8 on the H200",
+          "[gpu][prefill][tcgen05]") {
   run(proxy_case("fixed B3 T33 H2 bf16 in place", fixed(3, 33, 2), GpuStateMode::inplace_bf16, 501));
   run(proxy_case("fixed B2 T400 H3 fp32 in place (ring wraps 2.5 times)", fixed(2, 400, 3), GpuStateMode::inplace_fp32,
                  502));

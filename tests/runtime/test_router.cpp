@@ -9,6 +9,8 @@
 #include "runtime/tuning_table.hpp"
 #include "compiler/schedule_fixtures.hpp"
 
+#include "test_support.hpp"
+
 #include <catch2/catch.hpp>
 
 using namespace kda;
@@ -223,12 +225,7 @@ TEST_CASE("router: CC 10.0 and 10.3 list the fused M128 design as eligible; auto
     CHECK(r.schedule->name == "portable_c16");
     CHECK_THAT(r.explanation, Contains("sm100_m128_c32: eligible on " + family_target));
     CHECK_THAT(r.explanation, Contains("sm100_n16_c16: eligible on " + family_target));
-    for (const char* name : {"sm100_m64_c32"}) {
-      CHECK_THAT(r.explanation, Contains(std::string(name) + ": not eligible: no code generator yet"));
-      // asked for by name, the design is refused with the exact reason
-      const std::string m = route_refusal(shipped_schedules(), d, problem(), RouteRequest{std::string(name)});
-      CHECK_THAT(m, Contains("no code generator yet for a tcgen05 fused design"));
-    }
+    CHECK_THAT(r.explanation, Contains("sm100_m64_c32: eligible on " + family_target));
     // asked for by name, M128 runs on the family (CUDA >= 12.9) or architecture-specific target
     const RouteDecision m128 = route(shipped_schedules(), d, problem(), RouteRequest{std::string("sm100_m128_c32")});
     CHECK(m128.schedule->name == "sm100_m128_c32");
@@ -323,12 +320,12 @@ TEST_CASE("router: a family request chooses only among that family and is refuse
   CHECK(portable.schedule->family == Family::warp_mma);
   CHECK_THAT(portable.explanation, Contains("not a warp_mma schedule; first eligible"));
 
-  // The tcgen05 family on a Blackwell device: M128, the only one with a generator.
+  // The tcgen05 family on a Blackwell device, no table: the first of M128, M64, N16.
   RouteRequest tcgen05;
   tcgen05.family = Family::tcgen05;
   const RouteDecision b200 = route(shipped_schedules(), device(10, 0), problem(), tcgen05);
   CHECK(b200.schedule->name == "sm100_m128_c32");
-  CHECK_THAT(b200.explanation, Contains("sm100_m64_c32: not eligible: no code generator yet"));
+  CHECK_THAT(b200.explanation, Contains("sm100_m64_c32: eligible on sm_100f"));
   // and the same request on a Hopper device names no target for its schedules
   CHECK_THROWS_WITH(route(shipped_schedules(), device(9, 0), problem(), tcgen05),
                     Contains("sm100_n16_c16: not eligible: no target for CC 9.0"));
@@ -360,4 +357,31 @@ TEST_CASE("router: an explicit target (the sm_90a proxy) needs the schedule and 
   no_schedule.target = "sm_90a_proxy";
   CHECK_THROWS_WITH(route(shipped_schedules(), device(9, 0), problem(), no_schedule),
                     Contains("an explicit target needs an explicit schedule"));
+}
+
+// Issue 5, item 5: the variant choice of seed doc 003 as a table keyed by SM
+// count and shape class (docs/routing/blackwell-seed003.json, opt-in: the
+// kernels are compile-verified only), on simulated B200s.
+TEST_CASE("router: the seed's Blackwell variant table picks M64 for few pairs and M128 otherwise", "[runtime][router]") {
+  const TuningTable table = TuningTable::load(test::source_path("docs/routing/blackwell-seed003.json"));
+  RouteRequest tuned;
+  tuned.tuning = &table;
+  for (int sms : {148, 152}) {
+    DeviceDescription d = device(10, 0, 13, 0);
+    d.sm_count = sms;
+    const RouteDecision few = route(shipped_schedules(), d, problem(LayoutKind::fixed, true, StatePrecision::bf16, 32),
+                                    tuned); // 64 pairs
+    CHECK(few.schedule->name == "sm100_m64_c32");
+    CHECK(few.target.name == "sm_100f");
+    const RouteDecision wave =
+        route(shipped_schedules(), d, problem(LayoutKind::fixed, true, StatePrecision::bf16, 48), tuned); // 96 pairs
+    CHECK(wave.schedule->name == "sm100_m128_c32");
+  }
+  // NVRTC 12.8 predates the family target: the same choice, on sm_100a
+  DeviceDescription old = device(10, 0, 12, 8);
+  old.sm_count = 148;
+  CHECK(route(shipped_schedules(), old, problem(LayoutKind::fixed, true, StatePrecision::bf16, 32), tuned).target.name ==
+        "sm_100a");
+  // not shipped: without the file a B200 routes to portable_c16
+  CHECK(TuningTable::shipped().lookup("cc10.0-sm148", ShapeClass::few) == std::nullopt);
 }

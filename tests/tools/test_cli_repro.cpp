@@ -55,6 +55,6 @@ TEST_CASE("repro writes the source, the exact NVRTC options and a replay script"
   CHECK(replayed.cubin == prepared->entry->cubin);
 
   CHECK(test::run_kdajit({"repro", "--schedule", "portable_c16"}).exit_code == tools::k_exit_usage);
-  CHECK(test::run_kdajit({"repro", "--schedule", "sm100_m64_c32", "--target", "sm_100a", "--out", dir.path()})
+  CHECK(test::run_kdajit({"repro", "--schedule", "sm120_c32", "--target", "sm_120a", "--out", dir.path()})
             .exit_code == tools::k_exit_invalid_schedule);
 }
