@@ -195,3 +195,65 @@ TEST_CASE("the sm_90a proxy lowers the same plan with only the TMEM/MMA fragment
   CHECK_THROWS_WITH(lower_shipped("sm90_wgmma_c32", "sm_90a_proxy", LayoutKind::fixed),
                     Contains("the schedule does not list target sm_90a_proxy"));
 }
+
+// Issue 5, item 6: the arithmetic behind choices that only Blackwell hardware
+// could confirm, checked on every generated tcgen05 plan.
+TEST_CASE("tcgen05 plans: TMEM map, operand alignment and barrier transaction counts add up", "[compiler][lower][tcgen05]") {
+  for (const char* name : {"sm100_m128_c32", "sm100_m64_c32", "sm100_n16_c16"}) {
+    INFO(name);
+    const KernelPlan plan = lower_shipped(name, "sm_100a", LayoutKind::fixed);
+    REQUIRE(plan.umma.has_value());
+    const UmmaPlan& u = *plan.umma;
+    const int c = plan.tiles.chunk_size;
+    auto region = [&](const std::string& r) {
+      for (const TmemRegion& t : u.tmem) {
+        if (t.name == r) {
+          return t;
+        }
+      }
+      FAIL("no TMEM region " << r);
+      return TmemRegion{};
+    };
+    auto shape = [&](const std::string& s) {
+      for (const UmmaShape& x : u.shapes) {
+        if (x.name == s) {
+          return x;
+        }
+      }
+      FAIL("no MMA shape " << s);
+      return UmmaShape{};
+    };
+    // [S | O^T] is one accumulator: the update's N columns from STATE cover the
+    // state (128 key columns) and O^T (C tokens) and stop before the work block
+    CHECK(region("OUT").column == region("STATE").column + 128);
+    CHECK(region("STATE").column + shape("UPDATE").n == region("WORK").column);
+    CHECK(region("WORK").columns == shape("SOLVE").n);   // P^T, then U^T: C columns
+    CHECK(region("OUT").columns == shape("PROJECT").n);  // O0^T
+    // the bf16 snapshot: 128 values per lane, two per 32-bit column, K = 16 (8 columns) per projection step
+    CHECK(region("SNAPSHOT").columns * 2 == 128);
+    CHECK((128 / 16) * 8 == region("SNAPSHOT").columns);
+    int end = 0;
+    for (const TmemRegion& t : u.tmem) {
+      CHECK(t.column == end); // disjoint and in order
+      end += t.columns;
+    }
+    CHECK(end <= u.tmem_columns);
+    CHECK(u.tmem_columns <= 512);
+    // the 128-byte swizzle follows the row index only on 1,024-byte aligned halves
+    const EntryPlan& e = plan.entries.back();
+    CHECK(e.stage_bytes % 1024 == 0);
+    CHECK((c * 128) % 1024 == 0);
+    for (const SmemSymbol& s : e.smem) {
+      if (s.buffer == "q_raw" || s.buffer == "k_raw" || s.buffer == "g_raw" || s.buffer == "v") {
+        CHECK(s.offset % 1024 == 0);
+        CHECK(s.bytes == c * 128 * 2); // two 64-column boxes of C rows x 128 B
+      }
+    }
+    // tile_loaded expects q, k, g: 3 x 2 boxes of C x 128 B, far below the mbarrier's 2^20 - 1 transaction bytes
+    CHECK(3 * 2 * c * 128 < (1 << 20) - 1);
+    // one producer group per ring slot or per several: group p fills slots p, p + G, ...
+    CHECK(e.pipeline.stages % e.pipeline.producer_groups == 0);
+    // 960 threads at most 64 registers each fit the 64 K register file
+    CHECK(e.launch.threads * 64 <= 65536);
+  }
+}
