@@ -130,7 +130,8 @@ ChunkOperands prepare_chunk(const HeadTokens& tokens, std::int64_t begin, double
       round_to_bf16(ops.mqk);
     }
   }
-  ops.t = invert_unit_lower(ops.l, config.inverse_scheme(), config.inverse_block);
+  ops.t = invert_unit_lower(ops.l, config.inverse_scheme(), config.inverse_block,
+                            r != nullptr && r->has("inverse_merge"));
   if (r != nullptr) {
     round_to_fp32(ops.t);
     if (r->has("tinv")) {

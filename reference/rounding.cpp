@@ -13,7 +13,7 @@ namespace kda::reference {
 
 const std::vector<std::string>& RoundingPoints::known_points() {
   static const std::vector<std::string> k_points = {"beta", "kd_anchored", "qd_anchored", "ki",  "lmat",
-                                                    "mqk",  "tinv",        "kd",          "qd",  "kr",
+                                                    "inverse_merge", "mqk", "tinv", "kd", "qd", "kr",
                                                     "state_snapshot", "prediction", "delta", "u", "upd",
                                                     "output"};
   return k_points;

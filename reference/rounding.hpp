@@ -19,6 +19,8 @@ namespace kda::reference {
 ///   beta                          sigmoid(beta) per row
 ///   kd_anchored, qd_anchored, ki  operands of L and Mqk (anchored designs)
 ///   lmat                          L before the inverse
+///   inverse_merge                 the operands of each blocked-inverse merge (bf16
+///                                 mma.sync: L21, T11, T22 and X = L21 T11)
 ///   mqk, tinv                     Mqk and T = (I + L)^-1
 ///   kd, qd, kr                    the restored operands of the state GEMMs
 ///   state_snapshot                the bf16 copy of the state the projections read

@@ -1,6 +1,7 @@
 #include "reference/unit_lower_inverse.hpp"
 
 #include "compiler/errors.hpp"
+#include "reference/rounding.hpp"
 
 namespace kda::reference {
 namespace {
@@ -35,21 +36,28 @@ Matrix forward_block(const Matrix& l, std::int64_t offset, std::int64_t n) {
   return t;
 }
 
+Matrix bf16_copy(Matrix m) {
+  round_to_bf16(m);
+  return m;
+}
+
 // Inverse of the diagonal block [offset, offset + n) of I + L, n = 8 * 2^m.
-Matrix blocked_block(const Matrix& l, std::int64_t offset, std::int64_t n, std::int64_t base) {
+Matrix blocked_block(const Matrix& l, std::int64_t offset, std::int64_t n, std::int64_t base, bool bf16_operands) {
   if (n == base) {
     return forward_block(l, offset, n);
   }
   const std::int64_t half = n / 2;
-  const Matrix a_inv = blocked_block(l, offset, half, base);
-  const Matrix d_inv = blocked_block(l, offset + half, half, base);
+  const Matrix a_inv = blocked_block(l, offset, half, base, bf16_operands);
+  const Matrix d_inv = blocked_block(l, offset + half, half, base, bf16_operands);
   Matrix c(half, half);
   for (std::int64_t i = 0; i < half; ++i) {
     for (std::int64_t j = 0; j < half; ++j) {
       c(i, j) = l(offset + half + i, offset + j);
     }
   }
-  const Matrix off_diagonal = multiply(multiply(d_inv, c), a_inv);
+  const Matrix off_diagonal =
+      bf16_operands ? multiply(bf16_copy(d_inv), bf16_copy(multiply(bf16_copy(c), bf16_copy(a_inv))))
+                    : multiply(multiply(d_inv, c), a_inv);
   Matrix t(n, n);
   for (std::int64_t i = 0; i < half; ++i) {
     for (std::int64_t j = 0; j < half; ++j) {
@@ -86,20 +94,20 @@ Matrix invert_unit_lower_neumann(const Matrix& l) {
   return t;
 }
 
-Matrix invert_unit_lower_blocked(const Matrix& l, std::int64_t block) {
+Matrix invert_unit_lower_blocked(const Matrix& l, std::int64_t block, bool bf16_merge_operands) {
   KDA_INTERNAL_ASSERT(block > 0 && l.rows == l.cols && l.rows % block == 0 && is_power_of_two(l.rows / block),
                       "blocked inverse needs a size of block * 2^m");
-  return blocked_block(l, 0, l.rows, block);
+  return blocked_block(l, 0, l.rows, block, bf16_merge_operands);
 }
 
-Matrix invert_unit_lower(const Matrix& l, InverseScheme scheme, std::int64_t block) {
+Matrix invert_unit_lower(const Matrix& l, InverseScheme scheme, std::int64_t block, bool bf16_merge_operands) {
   switch (scheme) {
   case InverseScheme::forward_substitution:
     return invert_unit_lower_forward(l);
   case InverseScheme::neumann:
     return invert_unit_lower_neumann(l);
   case InverseScheme::blocked:
-    return invert_unit_lower_blocked(l, block);
+    return invert_unit_lower_blocked(l, block, bf16_merge_operands);
   }
   KDA_INTERNAL_ASSERT(false, "unknown inverse scheme");
   return {};

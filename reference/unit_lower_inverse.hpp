@@ -17,8 +17,12 @@ enum class InverseScheme {
 Matrix invert_unit_lower_forward(const Matrix& l);
 Matrix invert_unit_lower_neumann(const Matrix& l);
 /// Off-diagonal blocks of each merge: -D^-1 * C * A^-1 for [[A, 0], [C, D]];
-/// diagonal blocks of `block` rows by forward substitution.
-Matrix invert_unit_lower_blocked(const Matrix& l, std::int64_t block = 8);
-Matrix invert_unit_lower(const Matrix& l, InverseScheme scheme, std::int64_t block = 8);
+/// diagonal blocks of `block` rows by forward substitution. With
+/// `bf16_merge_operands`, each merge is X = C A^-1, then -D^-1 X with A^-1, C,
+/// D^-1 and X rounded to bf16 as operands (a kernel that merges with bf16
+/// mma.sync, e.g. the fused tcgen05 designs).
+Matrix invert_unit_lower_blocked(const Matrix& l, std::int64_t block = 8, bool bf16_merge_operands = false);
+Matrix invert_unit_lower(const Matrix& l, InverseScheme scheme, std::int64_t block = 8,
+                         bool bf16_merge_operands = false);
 
 } // namespace kda::reference

@@ -24,9 +24,10 @@
 //            the group is past the lo tiles: L = diag(beta) strict-lower, bf16,
 //            to lmat; Mqk = lower-incl, bf16, to mqk (rows 128 .. of the fused
 //            GEMM's B operand [Kr | Mqk^T], right after kr_t)
-//   inverse: T = (I + L)^-1 blocked 8 -> 16 (-> 32) in fp32 (inverse_scratch):
-//            8 x 8 diagonal blocks by forward substitution, then T21 = -T22 (L21 T11)
-//            at 16 (and 32); T rounded once to bf16 into tinv (over lmat)
+//   inverse: T = (I + L)^-1 blocked 8 -> 16 (-> 32) (inverse_scratch, fp32):
+//            8 x 8 diagonal blocks by forward substitution in fp32, then per
+//            merge X = L21 T11 and T21 = -T22 X by mma.sync m16n8k16 (bf16
+//            operands, one warp per merged block); T rounded to bf16 into tinv (over lmat)
 //   restore: Kd = Kda 2^C_a, Qd = Qda_hi 2^C_a (bf16, in place), Kr = Ki_hi 2^(G_tot - C_a)
 //            (bf16) to kr_t (Kr^T rows); then V over ki (TMA, or cp.async for a
 //            tail chunk), and slot_ready once the group has fenced its operand
@@ -50,6 +51,34 @@ __device__ __forceinline__ void load_raw_tiles(const kda_plan::KdaParams& p, con
     load_tile(r.base + F::Q_RAW_OFFSET, p.tma_q, p.q, p.heads, h, row0, r.valid, bar.tile_loaded + r.slot, lane, 32);
     load_tile(r.base + F::K_RAW_OFFSET, p.tma_k, p.k, p.heads, h, row0, r.valid, bar.tile_loaded + r.slot, lane, 32);
     load_tile(r.base + F::G_RAW_OFFSET, p.tma_g, p.g, p.heads, h, row0, r.valid, bar.tile_loaded + r.slot, lane, 32);
+  }
+}
+
+// One warp: out(i, j, (A B)[i][j]) for size x size blocks (size 8 or 16) by
+// mma.sync m16n8k16: bf16 operands (zero past `size`), fp32 accumulation;
+// a(i, k) and b(k, j) give the operands in fp32 (rounded here).
+template <class OperandA, class OperandB, class Out>
+__device__ __forceinline__ void warp_block_product(int size, OperandA a, OperandB b, Out out) {
+  const int lane = threadIdx.x & 31;
+  const int g = lane >> 2;
+  const int t = lane & 3;
+  auto av = [&](int i, int k) { return i < size && k < size ? a(i, k) : 0.0f; };
+  auto bv = [&](int k, int j) { return k < size && j < size ? b(k, j) : 0.0f; };
+  const u32 fa[4] = {pack_bf16x2(av(g, 2 * t), av(g, 2 * t + 1)), pack_bf16x2(av(g + 8, 2 * t), av(g + 8, 2 * t + 1)),
+                     pack_bf16x2(av(g, 2 * t + 8), av(g, 2 * t + 9)),
+                     pack_bf16x2(av(g + 8, 2 * t + 8), av(g + 8, 2 * t + 9))};
+  for (int nt = 0; nt < size / 8; ++nt) {
+    const int j = 8 * nt + g;
+    float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    mma_bf16_16816(d, fa, pack_bf16x2(bv(2 * t, j), bv(2 * t + 1, j)), pack_bf16x2(bv(2 * t + 8, j), bv(2 * t + 9, j)));
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int row = g + 8 * (e >> 1);
+      const int col = 8 * nt + 2 * t + (e & 1);
+      if (row < size && col < size) {
+        out(row, col, d[e]);
+      }
+    }
   }
 }
 
@@ -245,35 +274,30 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
     }
     named_barrier_sync(barrier_id, THREADS); // lmat; the anchored tiles' last reads
 
-    // inverse: diagonal blocks, then 16 and 32 merges (X = L21 T11 in the
-    // upper block of the merged diagonal block, then T21 = -T22 X)
+    // inverse: diagonal blocks by forward substitution (fp32), then each merge
+    // of two blocks [[T11, 0], [L21, T22]] by one warp with mma.sync (bf16
+    // operands, the seed's plan): X = L21 T11 into the merged block's zero
+    // upper block, then T21 = -T22 X
     if (gt < C) {
       diagonal_block_inverse(lmat, tf, gt / B, gt % B);
     }
     named_barrier_sync(barrier_id, THREADS);
-#pragma unroll
+#pragma unroll 1
     for (int size = B; size < C; size *= 2) {
-      const int per = size * size;                    // elements of one off-diagonal block
-      for (int e = gt; e < (C / (2 * size)) * per; e += THREADS) {
-        const int o = (e / per) * 2 * size;           // merged block's first row
-        const int i = (e % per) / size;
-        const int jj = (e % per) % size;
-        float s = 0.0f;
-        for (int m = jj; m < size; ++m) {             // X = L21 T11 (T11 lower triangular)
-          s += bf16_bits_to_float(lmat[(o + size + i) * C + o + m]) * tf[(o + m) * C + o + jj];
-        }
-        tf[(o + i) * C + o + size + jj] = s;
+      const int o = 2 * size * warp; // the merged block of warp w
+      const bool merges = warp < C / (2 * size);
+      if (merges) { // X = L21 T11 (T11 lower triangular)
+        warp_block_product(
+            size, [&](int i, int k) { return bf16_bits_to_float(lmat[(o + size + i) * C + o + k]); },
+            [&](int k, int j) { return k >= j ? tf[(o + k) * C + o + j] : 0.0f; },
+            [&](int i, int j, float x) { tf[(o + i) * C + o + size + j] = x; });
       }
       named_barrier_sync(barrier_id, THREADS);
-      for (int e = gt; e < (C / (2 * size)) * per; e += THREADS) {
-        const int o = (e / per) * 2 * size;
-        const int i = (e % per) / size;
-        const int jj = (e % per) % size;
-        float s = 0.0f;
-        for (int m = 0; m <= i; ++m) {                // T21 = -T22 X (T22 lower triangular)
-          s += tf[(o + size + i) * C + o + size + m] * tf[(o + m) * C + o + size + jj];
-        }
-        tf[(o + size + i) * C + o + jj] = -s;
+      if (merges) { // T21 = -T22 X (T22 lower triangular)
+        warp_block_product(
+            size, [&](int i, int k) { return k <= i ? tf[(o + size + i) * C + o + size + k] : 0.0f; },
+            [&](int k, int j) { return tf[(o + k) * C + o + size + j]; },
+            [&](int i, int j, float x) { tf[(o + size + i) * C + o + j] = -x; });
       }
       named_barrier_sync(barrier_id, THREADS);
     }

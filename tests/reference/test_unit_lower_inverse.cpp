@@ -104,3 +104,28 @@ TEST_CASE("the blocked inverse with 16 x 16 diagonal blocks (the wgmma chunk-32 
   }
   CHECK_THROWS_AS(invert_unit_lower_blocked(random_strict_lower(48, 0.5, rng), 16), kda::InternalError);
 }
+
+// The fused tcgen05 designs merge with bf16 mma.sync: the emulation rounds
+// each merge's operands (L21, T11, T22, X = L21 T11) to bf16. The result still
+// inverts to bf16 accuracy, departs from the exact inverse by about bf16's
+// resolution, and keeps the diagonal blocks (fp32 forward substitution) exact.
+TEST_CASE("the blocked inverse with bf16 merge operands (the fused tcgen05 kernels')", "[reference][inverse]") {
+  std::mt19937_64 rng(805);
+  for (const std::int64_t n : {16, 32}) {
+    const Matrix l = random_strict_lower(n, 0.3, rng);
+    const Matrix exact = invert_unit_lower_forward(l);
+    const Matrix t = invert_unit_lower(l, InverseScheme::blocked, 8, true);
+    CAPTURE(n);
+    const double departure = max_abs_difference(t, exact);
+    CHECK(departure > 1e-6);
+    CHECK(departure <= 2e-2 * std::max(1.0, max_abs(exact)));
+    CHECK(identity_residual(t, l) <= 2e-2);
+    for (std::int64_t b = 0; b < n / 8; ++b) {
+      for (std::int64_t i = 0; i < 8; ++i) {
+        for (std::int64_t j = 0; j <= i; ++j) {
+          CHECK(std::abs(t(8 * b + i, 8 * b + j) - exact(8 * b + i, 8 * b + j)) <= 1e-12);
+        }
+      }
+    }
+  }
+}
