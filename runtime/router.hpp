@@ -37,10 +37,10 @@ struct TargetChoice {
 TargetChoice choose_target(const Schedule& schedule, const DeviceDescription& device);
 
 struct RouteRequest {
-  std::optional<std::string> schedule; ///< an explicit schedule: refused with the reason if ineligible
-  std::optional<Family> family;        ///< only this family's schedules: refused with the reasons if none is eligible
+  std::optional<std::string> schedule = std::nullopt; ///< an explicit schedule: refused with the reason if ineligible
+  std::optional<Family> family = std::nullopt; ///< only this family's schedules: refused with the reasons if none is eligible
   const TuningTable* tuning = nullptr; ///< measured choices (kdajit tune); nullptr: first eligible
-  std::optional<std::string> target;   ///< an explicit target (needs `schedule`): see explicit_target
+  std::optional<std::string> target = std::nullopt; ///< an explicit target (needs `schedule`): see explicit_target
 };
 
 /// An explicitly requested target for one schedule on one device: known,

@@ -29,7 +29,7 @@ struct GpuCase {
   bool int32_offsets = false;
   std::uint64_t seed = 1;
   bool prepare_overlap = true; ///< PrefillOptions::prepare_overlap
-  std::optional<std::string> target; ///< PrefillOptions::target (with a forced schedule), e.g. sm_90a_proxy
+  std::optional<std::string> target = std::nullopt; ///< PrefillOptions::target (with a forced schedule), e.g. sm_90a_proxy
 };
 
 struct GpuCaseReport {

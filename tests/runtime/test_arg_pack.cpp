@@ -32,6 +32,14 @@ ArgValues values_for(const ArgAbi& abi) {
     case ArgType::f32:
       v.set(f.name, 0.25f * static_cast<float>(n));
       break;
+    case ArgType::tensor_map: {
+      TensorMapValue map{};
+      for (std::size_t w = 0; w < map.size(); ++w) {
+        map[w] = 0x1000'0000'0000'0000ull * n + w + 1;
+      }
+      v.set(f.name, map);
+      break;
+    }
     }
     ++n;
   }
@@ -49,30 +57,35 @@ T read_at(const std::vector<std::uint8_t>& bytes, std::int64_t offset) {
 } // namespace
 
 TEST_CASE("arg pack: the ABI is naturally aligned and every field is distinct", "[runtime][arg_pack]") {
-  const ArgAbi abi = plan_arg_abi();
+  for (const bool maps : {false, true}) {
+  INFO("tensor maps " << maps);
+  const ArgAbi abi = plan_arg_abi(maps);
   REQUIRE_FALSE(abi.fields.empty());
   std::set<std::string> names;
   std::int64_t end = 0;
   for (const ArgField& f : abi.fields) {
     INFO(f.name);
     CHECK(names.insert(f.name).second);
-    CHECK(f.size == (f.type == ArgType::i32 || f.type == ArgType::f32 ? 4 : 8));
-    CHECK(f.offset % f.size == 0);
+    CHECK(f.size == (f.type == ArgType::i32 || f.type == ArgType::f32 ? 4 : f.type == ArgType::tensor_map ? 128 : 8));
+    CHECK(f.offset % (f.type == ArgType::tensor_map ? 64 : f.size) == 0);
     CHECK(f.offset >= end); // declaration order, no overlap
     end = f.offset + f.size;
   }
   CHECK(abi.size >= end);
   CHECK(abi.size % abi.alignment == 0);
+  CHECK(abi.alignment == (maps ? 64 : 8));
+  CHECK((abi.find("tma_v") != nullptr) == maps);
   for (const char* name : {"q", "k", "v", "g", "beta", "a_log", "dt_bias", "out", "state_in", "state_out",
                            "cu_seqlens", "chunk_offsets", "workspace", "beta_token_stride", "seq_len", "total_tokens",
                            "num_seqs", "heads", "offsets_i64", "scale", "gate_scale"}) {
     CHECK(abi.find(name) != nullptr);
   }
   CHECK(abi.find("nope") == nullptr);
+  }
 }
 
 TEST_CASE("arg pack: every field is written at its offset with its bytes", "[runtime][arg_pack]") {
-  const ArgAbi abi = plan_arg_abi();
+  const ArgAbi abi = plan_arg_abi(true); // with the tensor maps of TMA plans
   const ArgValues values = values_for(abi);
   const std::vector<std::uint8_t> bytes = pack_args(abi, values);
   REQUIRE(static_cast<std::int64_t>(bytes.size()) == abi.size);
@@ -92,6 +105,9 @@ TEST_CASE("arg pack: every field is written at its offset with its bytes", "[run
       break;
     case ArgType::f32:
       CHECK(read_at<float>(bytes, f.offset) == std::get<float>(want));
+      break;
+    case ArgType::tensor_map:
+      CHECK(read_at<TensorMapValue>(bytes, f.offset) == std::get<TensorMapValue>(want));
       break;
     }
     for (std::int64_t i = f.offset; i < f.offset + f.size; ++i) {
@@ -121,6 +137,15 @@ TEST_CASE("arg pack: the documented layout of the parameter struct", "[runtime][
   CHECK(abi.find("chunk_begin")->offset == 164);
   CHECK(abi.find("chunk_major")->offset == 168);
   CHECK(abi.size == 176);
+  // v3: plans that load with TMA append four 64-byte aligned tensor maps
+  const ArgAbi tma = plan_arg_abi(true);
+  CHECK(tma.find("chunk_major")->offset == 168);
+  CHECK(tma.find("tma_q")->offset == 192);
+  CHECK(tma.find("tma_k")->offset == 320);
+  CHECK(tma.find("tma_g")->offset == 448);
+  CHECK(tma.find("tma_v")->offset == 576);
+  CHECK(tma.size == 704);
+  CHECK(tma.version == 3);
 }
 
 TEST_CASE("arg pack: extra values are ignored", "[runtime][arg_pack]") {
