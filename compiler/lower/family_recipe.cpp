@@ -9,6 +9,44 @@
 
 namespace kda {
 
+namespace {
+
+// The fused tcgen05 kernel at chunk C (tcgen05/fused_*): the MMA shapes, the
+// two operand layouts and the TMEM map follow from C.
+FamilyRecipe tcgen05_fused_recipe(const std::string& name, int c, std::vector<int> m_tiles) {
+  FamilyRecipe r;
+  r.name = name;
+  r.family = Family::tcgen05;
+  r.decomposition = Decomposition::fused;
+  r.chunk_size = c;
+  r.common_fragments = {"common/prologue",      "common/sequences",      "common/async_copy",     "tcgen05/ops",
+                        "tcgen05/fused_common", "tcgen05/fused_prepare", "tcgen05/fused_consumer"};
+  r.kernels = {{KernelRole::fused,
+                "tcgen05/fused_kernel",
+                "kda::frag::fused_prefill",
+                {"q_raw", "ki", "v", "k_raw", "kd_anchored", "kd", "g_raw", "qd_anchored", "qd", "qd_lo", "ki_lo", "kr_t",
+                 "mqk", "lmat", "tinv", "g_total", "row_rnorm", "beta", "inverse_scratch", "out", "delta_t", "u_t",
+                 "slot_ready", "slot_free", "tile_loaded", "v_loaded", "snapshot_ready", "projected", "delta_ready",
+                 "solved", "u_ready", "updated", "o_drained", "tmem_base"},
+                {"state", "epilogue", "load", "mma", "producer"}}};
+  r.chunk_offsets = {KernelRole::prepare, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256};
+  r.inverse_block = 8; // 8 x 8 diagonal blocks, merged by doubling up to C
+  r.m_tiles = std::move(m_tiles);
+  r.umma = FamilyRecipe::Umma{
+      // S [Kd|Qd]^T per half; Delta^T T^T; U^T [Kr|Mqk^T] on the [S|O^T] accumulator
+      {{"PROJECT", c}, {"SOLVE", c}, {"UPDATE", 128 + c}},
+      // [C x 128] tiles as TMA writes them (two 64-column halves, 128-byte swizzle, 8-row
+      // atoms 1,024 B apart); [rows x C] operands as core matrices without swizzle
+      {{"TILE", 16, 1024, true}, {"NARROW", 128, c / 8 * 128, false}},
+      // [S | O^T], P^T then U^T, the bf16 snapshot of S
+      {{"STATE", 128}, {"OUT", c}, {"WORK", c}, {"SNAPSHOT", 64}},
+      64};
+  r.proxy_ops_fragment = "tcgen05/proxy_ops";
+  return r;
+}
+
+} // namespace
+
 const std::vector<FamilyRecipe>& all_family_recipes() {
   static const std::vector<std::string> k_prepare_buffers = {
       "q_raw", "k_raw", "g_raw", "kd", "qd", "ki", "kd_lo", "qd_lo", "ki_lo", "lmat", "rnorm", "beta"};
@@ -108,71 +146,13 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           std::nullopt,
           "",
       },
-      {
-          // The fused M128 chunk-32 design of seed note 000 (one kernel): the
-          // load warp and five producer groups fill a five-slot ring, the
-          // state, MMA and epilogue roles consume it in order with the fp32
-          // state in TMEM. On the sm_90a proxy target tcgen05/proxy_ops
-          // replaces tcgen05/ops; nothing else changes.
-          "tcgen05_fused_c32",
-          Family::tcgen05,
-          Decomposition::fused,
-          32,
-          {"common/prologue", "common/sequences", "common/async_copy", "tcgen05/ops", "tcgen05/fused_common",
-           "tcgen05/fused_prepare", "tcgen05/fused_consumer"},
-          {{KernelRole::fused, "tcgen05/fused_kernel", "kda::frag::fused_prefill",
-            {"q_raw", "ki", "v", "k_raw", "kd_anchored", "kd", "g_raw", "qd_anchored", "qd", "qd_lo", "ki_lo", "kr_t",
-             "mqk", "lmat", "tinv",
-             "g_total", "row_rnorm", "beta", "inverse_scratch", "out", "delta_t", "u_t", "slot_ready", "slot_free",
-             "tile_loaded", "v_loaded", "snapshot_ready", "projected", "delta_ready", "solved", "u_ready", "updated",
-             "o_drained", "tmem_base"},
-            {"state", "epilogue", "load", "mma", "producer"}}},
-          {KernelRole::prepare, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256},
-          {},
-          "",
-          {},
-          8, // 8 x 8 diagonal blocks, merged 8 -> 16 -> 32
-          false,
-          {128, 64}, // M 64: two CTAs per (sequence, head), each with half of the value rows
-          FamilyRecipe::Umma{
-              {{"PROJECT", 32}, {"SOLVE", 32}, {"UPDATE", 160}}, // S [Kd|Qd]^T per half; Delta^T T^T; U^T [Kr|Mqk^T]
-              // [rows x 128] tiles as TMA writes them (two 64-column halves, 128-byte
-              // swizzle, 8-row atoms 1,024 B apart); [rows x 32] operands as core matrices
-              {{"TILE", 16, 1024, true}, {"NARROW", 128, 32 / 8 * 128, false}},
-              {{"STATE", 128}, {"OUT", 32}, {"WORK", 32}, {"SNAPSHOT", 64}}, // [S | O^T], P^T / U^T, bf16(S)
-              64},
-          "tcgen05/proxy_ops",
-      },
-      {
-          // The same fused kernel at chunk 16 without the anchor (N16): the
-          // fused GEMM is N 144, K 16; the inverse merges 8 -> 16.
-          "tcgen05_fused_c16",
-          Family::tcgen05,
-          Decomposition::fused,
-          16,
-          {"common/prologue", "common/sequences", "common/async_copy", "tcgen05/ops", "tcgen05/fused_common",
-           "tcgen05/fused_prepare", "tcgen05/fused_consumer"},
-          {{KernelRole::fused, "tcgen05/fused_kernel", "kda::frag::fused_prefill",
-            {"q_raw", "ki", "v", "k_raw", "kd_anchored", "kd", "g_raw", "qd_anchored", "qd", "qd_lo", "ki_lo", "kr_t",
-             "mqk", "lmat", "tinv",
-             "g_total", "row_rnorm", "beta", "inverse_scratch", "out", "delta_t", "u_t", "slot_ready", "slot_free",
-             "tile_loaded", "v_loaded", "snapshot_ready", "projected", "delta_ready", "solved", "u_ready", "updated",
-             "o_drained", "tmem_base"},
-            {"state", "epilogue", "load", "mma", "producer"}}},
-          {KernelRole::prepare, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256},
-          {},
-          "",
-          {},
-          8, // 8 x 8 diagonal blocks, merged 8 -> 16
-          false,
-          {128},
-          FamilyRecipe::Umma{
-              {{"PROJECT", 16}, {"SOLVE", 16}, {"UPDATE", 144}},
-              {{"TILE", 16, 1024, true}, {"NARROW", 128, 16 / 8 * 128, false}},
-              {{"STATE", 128}, {"OUT", 16}, {"WORK", 16}, {"SNAPSHOT", 64}},
-              64},
-          "tcgen05/proxy_ops",
-      },
+      // The fused design of seed note 000 (one kernel): the load warp and five
+      // producer groups fill the ring, the state, MMA and epilogue roles
+      // consume it in order with the fp32 state in TMEM. M128 and M64 at
+      // chunk 32 (anchored), N16 at chunk 16. On the sm_90a proxy target
+      // tcgen05/proxy_ops replaces tcgen05/ops; nothing else changes.
+      tcgen05_fused_recipe("tcgen05_fused_c32", 32, {128, 64}),
+      tcgen05_fused_recipe("tcgen05_fused_c16", 16, {128}),
   };
   return k_recipes;
 }

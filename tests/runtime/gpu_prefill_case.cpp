@@ -203,4 +203,14 @@ GpuCaseReport run_gpu_case(const GpuCase& c, const std::optional<std::string>& s
   return report;
 }
 
+reference::testing::ProblemSpec fixed(std::int64_t batch, std::int64_t tokens, std::int64_t heads,
+                                      reference::testing::GateDistribution gate) {
+  reference::testing::ProblemSpec s;
+  s.batch = batch;
+  s.tokens = tokens;
+  s.heads = heads;
+  s.gate = gate;
+  return s;
+}
+
 } // namespace kda::test

@@ -46,6 +46,11 @@ struct GpuCaseReport {
   std::uint64_t output_hash = 0; ///< FNV-1a of the output's and the state's bytes (bit-identity checks)
 };
 
+/// A fixed-layout problem: `batch` sequences of `tokens` tokens, `heads` heads.
+reference::testing::ProblemSpec fixed(std::int64_t batch, std::int64_t tokens, std::int64_t heads,
+                                      reference::testing::GateDistribution gate =
+                                          reference::testing::GateDistribution::standard);
+
 /// Runs the case (CHECKs included) and returns the figures; `schedule` forces
 /// one schedule instead of the routed one.
 GpuCaseReport run_gpu_case(const GpuCase& c, const std::optional<std::string>& schedule = std::nullopt);

@@ -18,16 +18,6 @@ using kda::reference::testing::ProblemSpec;
 
 namespace {
 
-ProblemSpec fixed(std::int64_t batch, std::int64_t tokens, std::int64_t heads,
-                  GateDistribution gate = GateDistribution::standard) {
-  ProblemSpec s;
-  s.batch = batch;
-  s.tokens = tokens;
-  s.heads = heads;
-  s.gate = gate;
-  return s;
-}
-
 ProblemSpec packed(std::vector<std::int64_t> lengths, std::int64_t heads) {
   ProblemSpec s;
   s.heads = heads;

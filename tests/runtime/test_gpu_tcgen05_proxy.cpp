@@ -27,16 +27,6 @@ GpuCase proxy_case(std::string label, ProblemSpec spec, GpuStateMode state, std:
   return c;
 }
 
-ProblemSpec fixed(std::int64_t batch, std::int64_t tokens, std::int64_t heads,
-                  GateDistribution gate = GateDistribution::standard) {
-  ProblemSpec s;
-  s.batch = batch;
-  s.tokens = tokens;
-  s.heads = heads;
-  s.gate = gate;
-  return s;
-}
-
 void run_one(const GpuCase& c, const std::string& schedule) {
   const GpuCaseReport r = run_gpu_case(c, schedule);
   CHECK(r.schedule == schedule);
