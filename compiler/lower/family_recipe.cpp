@@ -128,7 +128,7 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           {"common/prologue", "common/sequences", "wgmma/record_core_matrices", "common/recurrence_io",
            "common/async_copy", "wgmma/async", "common/ready_flags", "common/prepare_ops"},
           {{KernelRole::prepare, "wgmma/prepare_chunk32", "kda::frag::prepare_chunk32",
-            {"q_raw", "k_raw", "g_raw", "rnorm", "beta", "gsum", "ki", "kda", "qda", "kda_lo", "qda_lo", "ki_lo", "lmat", "mqk",
+            {"q_raw", "k_raw", "g_raw", "rnorm", "beta", "gsum", "ki", "kda", "qda", "qda_lo", "ki_lo", "lmat", "mqk",
              "kr", "tmat", "tt"},
             {"prepare"}},
            {KernelRole::recurrence, "wgmma/recurrence", "kda::frag::recurrence", {"record", "v", "out", "full", "empty"},

@@ -51,7 +51,7 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
   float* rnorm = reinterpret_cast<float*>(prepare_buffer(smem, stage, P::RNORM_OFFSET, P::RNORM_STAGED)); // [2][C]
   static_assert(P::Q_RAW_PITCH == P::K_RAW_PITCH, "one pitch for the raw tiles");
   if (warp < 2) {
-    warp_row_rnorms(warp == 0 ? q_raw : k_raw, P::Q_RAW_PITCH, rnorm + warp * C);
+    warp_row_rnorms<PaddedRows<P::Q_RAW_PITCH>>(warp == 0 ? q_raw : k_raw, rnorm + warp * C);
   }
 
   // gather
@@ -154,7 +154,7 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
     static_assert(P::KD_PITCH == P::QD_PITCH && P::KD_PITCH == P::KI_PITCH && P::KD_PITCH == P::KD_LO_PITCH &&
                       P::KD_PITCH == P::QD_LO_PITCH && P::KD_PITCH == P::KI_LO_PITCH,
                   "one pitch for the split operands");
-    warp_product_16x16(warp == 0 ? kd_s : qd_s, warp == 0 ? kd_lo_s : qd_lo_s, ki_s, ki_lo_s, P::KD_PITCH, prod);
+    warp_product_16x16<PaddedRows<P::KD_PITCH>, true>(warp == 0 ? kd_s : qd_s, warp == 0 ? kd_lo_s : qd_lo_s, ki_s, ki_lo_s, prod);
 #pragma unroll
     for (int nj = 0; nj < 2; ++nj) {
 #pragma unroll
@@ -198,7 +198,8 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
   if (warp == 0 && lane < C) {
     const int j = lane;
     float tcol[C];
-    unit_lower_inverse_column16(lmat, P::LMAT_PITCH, j, tcol);
+    static_assert(P::LMAT_OFFSET % 16 == 0 && P::STAGE_BYTES % 16 == 0, "16-byte rows of L");
+    unit_lower_inverse_column16<P::LMAT_PITCH>(lmat, j, tcol);
     if constexpr (!RECORD_FOLDS_T) {
 #pragma unroll
       for (int i = 0; i < C; ++i) {
@@ -252,7 +253,7 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
   if (!c.exists) {
     return;
   }
-  load_chunk_rows(p, c, h, smem, 0);
+  load_chunk_rows<PaddedRows<P::Q_RAW_PITCH>>(p, c, h, smem, 0);
   cp_async_commit();
   if constexpr (N == 1) { // straight line: no loop state to keep live under a tight register bound
     cp_async_wait<0>();
@@ -268,7 +269,7 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
     }
     if constexpr (S == 2) {
       if (next.exists) {
-        load_chunk_rows(p, next, h, smem, 1 - stage); // that slot's last readers passed the previous barriers
+        load_chunk_rows<PaddedRows<P::Q_RAW_PITCH>>(p, next, h, smem, 1 - stage); // that slot's last readers passed the previous barriers
       }
       cp_async_commit();
       cp_async_wait<1>(); // chunk i's rows
@@ -282,7 +283,7 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
     }
     if constexpr (S == 1) {
       __syncthreads(); // the single slot is free again
-      load_chunk_rows(p, next, h, smem, 0);
+      load_chunk_rows<PaddedRows<P::Q_RAW_PITCH>>(p, next, h, smem, 0);
       cp_async_commit();
     }
     c = next;

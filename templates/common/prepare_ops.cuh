@@ -1,31 +1,66 @@
 // kdajit fragment: common/prepare_ops
 // Building blocks of the chunk-parallel prepare kernels (chunk 16 and 32):
-// the chunk's place in its sequence, the row loads (16-byte cp.async, padded
-// rows zero-filled), row norms as the diagonal of X X^T by mma.sync, and the
-// 16 x 16 products on split operands x = hi + lo (near-fp32). Uses
-// kda_plan::prepare::* (THREADS, STAGE_BYTES, the raw tiles' offsets and pitches).
+// the layouts of their bf16 row tiles, the chunk's place in its sequence, the
+// row loads (16-byte cp.async, padded rows zero-filled), row norms as the
+// diagonal of X X^T by mma.sync, and the 16 x 16 products on split operands
+// x = hi + lo (near-fp32). Uses kda_plan::prepare::* (THREADS, STAGE_BYTES,
+// the raw tiles' offsets and pitches).
 namespace kda {
 namespace frag {
+
+// Row layouts of bf16 SMEM tiles: Rows::at(row, col) is the byte offset of
+// element (row, col) (col even for 4-byte pairs, a multiple of 8 for 16-byte
+// blocks). A tile pointer may be advanced by a multiple of 8 rows
+// (Rows::at(8 k, 0)) and the layout applied to the rows after it.
+//
+// PaddedRows: rows PITCH elements apart; the padding (PITCH = HEAD_DIM + 8)
+// spreads 16-byte column blocks of 8 rows over all banks.
+template <int PITCH>
+struct PaddedRows {
+  static constexpr int pitch = PITCH;
+  __device__ __forceinline__ static int at(int row, int col) { return 2 * (row * PITCH + col); }
+};
+
+// SwizzledRows: HEAD_DIM bf16 per row (256 bytes, no padding), the 16-byte
+// block c of row r stored at block c ^ (r & 7) of the row's 128-byte half
+// (the 128-byte swizzle). A warp's 4-byte accesses along a row, 8 rows x 16
+// bytes of one column block (ldmatrix, mma fragments) and 16-byte row
+// segments (cp.async: each global 128-byte line lands on one 128-byte-aligned
+// SMEM line) all hit 32 distinct banks, where padded rows split 7 of 8 lines
+// of a cp.async over two SMEM lines. Tiles start on 128-byte boundaries.
+struct SwizzledRows {
+  static constexpr int pitch = kda_plan::HEAD_DIM;
+  __device__ __forceinline__ static int at(int row, int col) {
+    return row * (2 * kda_plan::HEAD_DIM) + ((((col >> 3) ^ row) & 7) << 4) + ((col >> 6) << 7) + ((col & 7) << 1);
+  }
+};
 
 __device__ __forceinline__ u32 load_u32(const u8* base, int offset_bytes) {
   return *reinterpret_cast<const u32*>(base + offset_bytes);
 }
 
-__device__ __forceinline__ void load_a_16x16(const u8* x, int pitch, int col, int g, u32 (&a)[4]) {
-  a[0] = load_u32(x, 2 * (g * pitch + col));
-  a[1] = load_u32(x, 2 * ((g + 8) * pitch + col));
-  a[2] = load_u32(x, 2 * (g * pitch + col + 8));
-  a[3] = load_u32(x, 2 * ((g + 8) * pitch + col + 8));
+// The A fragment (m16n8k16) of rows 0-15, columns k0 .. k0 + 15 of a tile:
+// matrix j = lane / 8 is rows 8 (j % 2) .., columns k0 + 8 (j / 2) ..
+template <class Rows>
+__device__ __forceinline__ void ldmatrix_a_16x16(const u8* x, int k0, u32 (&a)[4]) {
+  const int lane = threadIdx.x & 31;
+  ldmatrix_x4(a, x + Rows::at(8 * ((lane >> 3) & 1) + (lane & 7), k0 + 8 * (lane >> 4)));
+}
+
+// The B fragments (m16n8k16) of rows 0-15 (N), columns k0 .. k0 + 15 (K) of a
+// K-major tile: b[0], b[1] for rows 0-7, b[2], b[3] for rows 8-15.
+template <class Rows>
+__device__ __forceinline__ void ldmatrix_b_16x16(const u8* x, int k0, u32 (&b)[4]) {
+  const int lane = threadIdx.x & 31;
+  ldmatrix_x4(b, x + Rows::at(8 * (lane >> 4) + (lane & 7), k0 + 8 * ((lane >> 3) & 1)));
 }
 
 // 16x16 product X Ki^T over K = HEAD_DIM by one warp from split operands
-// (x = x_hi + x_lo); rows in SMEM with the given pitch (elements). acc[nj]
-// covers columns 8nj..8nj+7.
+// k = k_hi + k_lo and, with X_SPLIT, x = x_hi + x_lo (otherwise x = x_hi):
+// hi*hi + hi*lo + lo*hi, near-fp32. acc[nj] covers columns 8nj..8nj+7.
+template <class Rows, bool X_SPLIT>
 __device__ __forceinline__ void warp_product_16x16(const u8* x_hi, const u8* x_lo, const u8* k_hi, const u8* k_lo,
-                                                   int pitch, float (&acc)[2][4]) {
-  const int lane = threadIdx.x & 31;
-  const int g = lane >> 2;
-  const int t = lane & 3;
+                                                   float (&acc)[2][4]) {
   for (int nj = 0; nj < 2; ++nj) {
     for (int e = 0; e < 4; ++e) {
       acc[nj][e] = 0.0f;
@@ -33,36 +68,39 @@ __device__ __forceinline__ void warp_product_16x16(const u8* x_hi, const u8* x_l
   }
 #pragma unroll
   for (int ks = 0; ks < kda_plan::HEAD_DIM / 16; ++ks) {
-    const int col = 16 * ks + 2 * t;
     u32 a_hi[4];
-    u32 a_lo[4];
-    load_a_16x16(x_hi, pitch, col, g, a_hi);
-    load_a_16x16(x_lo, pitch, col, g, a_lo);
+    u32 b_hi[4];
+    u32 b_lo[4];
+    ldmatrix_a_16x16<Rows>(x_hi, 16 * ks, a_hi);
+    ldmatrix_b_16x16<Rows>(k_hi, 16 * ks, b_hi);
+    ldmatrix_b_16x16<Rows>(k_lo, 16 * ks, b_lo);
+    if constexpr (X_SPLIT) {
+      u32 a_lo[4];
+      ldmatrix_a_16x16<Rows>(x_lo, 16 * ks, a_lo);
+#pragma unroll
+      for (int nj = 0; nj < 2; ++nj) {
+        mma_bf16_16816(acc[nj], a_lo, b_hi[2 * nj], b_hi[2 * nj + 1]);
+      }
+    }
 #pragma unroll
     for (int nj = 0; nj < 2; ++nj) {
-      const int row = 8 * nj + g;
-      const u32 b_hi0 = load_u32(k_hi, 2 * (row * pitch + col));
-      const u32 b_hi1 = load_u32(k_hi, 2 * (row * pitch + col + 8));
-      mma_bf16_16816(acc[nj], a_lo, b_hi0, b_hi1);
-      mma_bf16_16816(acc[nj], a_hi, load_u32(k_lo, 2 * (row * pitch + col)), load_u32(k_lo, 2 * (row * pitch + col + 8)));
-      mma_bf16_16816(acc[nj], a_hi, b_hi0, b_hi1);
+      mma_bf16_16816(acc[nj], a_hi, b_lo[2 * nj], b_lo[2 * nj + 1]);
+      mma_bf16_16816(acc[nj], a_hi, b_hi[2 * nj], b_hi[2 * nj + 1]);
     }
   }
 }
 
-// 1 / sqrt(sum_k x[r][k]^2 + 1e-6) for the 16 rows of a bf16 SMEM tile (row
-// pitch `pitch` elements) by one warp: the diagonal of X X^T from m16n8k16
+// 1 / sqrt(sum_k x[r][k]^2 + 1e-6) for the 16 rows of a bf16 SMEM tile (layout
+// Rows) by one warp: the diagonal of X X^T from m16n8k16
 // MMAs over K = HEAD_DIM. The B fragments of X^T are the A fragment's own
 // registers (B for columns n = rows 0-7 is {a0, a2}, for rows 8-15 {a1, a3}),
 // so one ldmatrix per K step. Thread (g, t = g / 2) holds diagonal elements g
 // and g + 8.
-__device__ __forceinline__ void warp_row_rnorms(const u8* x, int pitch, float* rnorm) {
+template <class Rows>
+__device__ __forceinline__ void warp_row_rnorms(const u8* x, float* rnorm) {
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2;
   const int t = lane & 3;
-  // A: matrix j = lane / 8 is rows 8 (j % 2) .., columns 8 (j / 2) ..
-  const int a_row = 8 * ((lane >> 3) & 1) + (lane & 7);
-  const int a_col = 8 * (lane >> 4);
   float acc[2][4];
 #pragma unroll
   for (int nt = 0; nt < 2; ++nt) {
@@ -74,7 +112,7 @@ __device__ __forceinline__ void warp_row_rnorms(const u8* x, int pitch, float* r
 #pragma unroll
   for (int ks = 0; ks < kda_plan::HEAD_DIM / 16; ++ks) {
     u32 a[4];
-    ldmatrix_x4(a, x + 2 * (a_row * pitch + 16 * ks + a_col));
+    ldmatrix_a_16x16<Rows>(x, 16 * ks, a);
     mma_bf16_16816(acc[0], a, a[0], a[2]);
     mma_bf16_16816(acc[1], a, a[1], a[3]);
   }
@@ -135,14 +173,25 @@ __device__ __forceinline__ PrepareChunk prepare_chunk_of_block(const kda_plan::K
 }
 
 // Column j of T = (I + L)^-1 for a 16 x 16 strictly lower L (fp32 rows at
-// `l`, pitch in elements) by forward substitution; zero above the diagonal.
-__device__ __forceinline__ void unit_lower_inverse_column16(const float* l, int pitch, int j, float (&tcol)[16]) {
+// `l`, PITCH elements apart, 16-byte aligned) by forward substitution; zero
+// above the diagonal. L's rows are read 4 elements per load (the lanes of a
+// block read the same row: broadcasts); the sum runs over m in order.
+template <int PITCH>
+__device__ __forceinline__ void unit_lower_inverse_column16(const float* l, int j, float (&tcol)[16]) {
+  static_assert(PITCH % 4 == 0, "16-byte row loads");
 #pragma unroll
   for (int i = 0; i < 16; ++i) {
     float s = i == j ? 1.0f : 0.0f;
 #pragma unroll
-    for (int m = 0; m < i; ++m) {
-      s -= l[i * pitch + m] * tcol[m];
+    for (int m4 = 0; m4 < i; m4 += 4) {
+      const float4 row = *reinterpret_cast<const float4*>(l + i * PITCH + m4);
+      const float lm[4] = {row.x, row.y, row.z, row.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if (m4 + e < i) {
+          s -= lm[e] * tcol[m4 + e];
+        }
+      }
     }
     tcol[i] = i < j ? 0.0f : s;
   }
@@ -161,13 +210,17 @@ __device__ __forceinline__ u8* prepare_buffer(u8* smem, int stage, int offset, i
   return smem + (staged ? stage * kda_plan::prepare::STAGE_BYTES : 0) + offset;
 }
 
-// The q, k, g rows of chunk `c` into the raw tiles of ring slot `stage` with
-// 16-byte cp.async (rows past the sequence end zero-filled); one commit group.
+// The q, k, g rows of chunk `c` into the raw tiles (layout Rows) of ring slot
+// `stage` with 16-byte cp.async (rows past the sequence end zero-filled); one
+// commit group.
+template <class Rows>
 __device__ __forceinline__ void load_chunk_rows(const kda_plan::KdaParams& p, const PrepareChunk& c, int h, u8* smem,
                                                 int stage) {
   namespace P = kda_plan::prepare;
   constexpr int C = kda_plan::CHUNK_SIZE;
   constexpr int D = kda_plan::HEAD_DIM;
+  static_assert(P::Q_RAW_PITCH == Rows::pitch && P::K_RAW_PITCH == Rows::pitch && P::G_RAW_PITCH == Rows::pitch,
+                "the raw tiles' pitch is the layout's");
   u8* q_raw = prepare_buffer(smem, stage, P::Q_RAW_OFFSET, P::Q_RAW_STAGED);
   u8* k_raw = prepare_buffer(smem, stage, P::K_RAW_OFFSET, P::K_RAW_STAGED);
   u8* g_raw = prepare_buffer(smem, stage, P::G_RAW_OFFSET, P::G_RAW_STAGED);
@@ -181,9 +234,10 @@ __device__ __forceinline__ void load_chunk_rows(const kda_plan::KdaParams& p, co
     const int r = threadIdx.x / parts + pass * (P::THREADS / parts);
     const bool ok = r < c.valid;
     const i64 at = ok ? first + r * row_bytes + 16 * part : 0;
-    cp_async_16(q_raw + 2 * r * P::Q_RAW_PITCH + 16 * part, reinterpret_cast<const u8*>(p.q) + at, ok);
-    cp_async_16(k_raw + 2 * r * P::K_RAW_PITCH + 16 * part, reinterpret_cast<const u8*>(p.k) + at, ok);
-    cp_async_16(g_raw + 2 * r * P::G_RAW_PITCH + 16 * part, reinterpret_cast<const u8*>(p.g) + at, ok);
+    const int to = Rows::at(r, 8 * part);
+    cp_async_16(q_raw + to, reinterpret_cast<const u8*>(p.q) + at, ok);
+    cp_async_16(k_raw + to, reinterpret_cast<const u8*>(p.k) + at, ok);
+    cp_async_16(g_raw + to, reinterpret_cast<const u8*>(p.g) + at, ok);
   }
 }
 

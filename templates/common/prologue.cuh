@@ -62,8 +62,17 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return r;
 }
 
+__device__ __forceinline__ float fast_rcp(float x) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
+// 1 / (1 + 2^(-x log2 e)) with the approximate, flush-to-zero ex2 and rcp
+// (two MUFU operations, no denormal fix-ups): within a few ulp, exactly 0 and
+// 1 at the extremes (2^(large) = inf, 1 / inf = 0), never NaN for finite x.
 __device__ __forceinline__ float sigmoid(float x) {
-  return __fdividef(1.0f, 1.0f + __expf(-x));
+  return fast_rcp(1.0f + fast_exp2(x * -1.4426950408889634f));
 }
 
 // D = A * B + D for one m16n8k16 tile, bf16 inputs, fp32 accumulators

@@ -12,12 +12,14 @@
 //            each row group's sum to SMEM (gsum); after the barrier every
 //            thread adds the group sums in one order (never contracted), so
 //            all agree on G_tot bit for bit
-//   center:  Kda = k^ 2^(G - C_a), Qda = scale q^ 2^(G - C_a), Ki = k^ 2^(C_a - G)
-//            as split operands hi + lo (bf16 each); gamma = 2^G_tot
-//   mqk:     warps 0-2: the blocks (0,0), (1,0), (1,1) of Kda Ki^T, warps 3-5
-//            the same blocks of Qda Ki^T (16 x 16 x 128 each, hi*hi + hi*lo +
-//            lo*hi); warps 6-7 write the record's Kd = Kda 2^C_a and
-//            Qd = Qda 2^C_a (restored from the hi tiles) as core matrices
+//   center:  Kda = k^ 2^(G - C_a) (bf16), Qda = scale q^ 2^(G - C_a) and
+//            Ki = k^ 2^(C_a - G) as split operands hi + lo (bf16 each);
+//            gamma = 2^G_tot
+//   mqk:     warps 0-2: the blocks (0,0), (1,0), (1,1) of Kda Ki^T (hi*hi +
+//            hi*lo), warps 3-5 the same blocks of Qda Ki^T (hi*hi + hi*lo +
+//            lo*hi), 16 x 16 x 128 each (ldmatrix fragments); warps 6-7 write
+//            the record's Kd = Kda 2^C_a and Qd = Qda 2^C_a (restored from the
+//            hi tiles) as core matrices
 //   inverse: L = diag(beta) strict-lower(.) and Mqk = lower-incl(.) to SMEM,
 //            Kr = k^ 2^(G_tot - G) = (Ki hi + lo) 2^(G_tot - C_a) over Ki;
 //            warp 0: T11, T22 by forward substitution in fp32 (lanes 0-15 and
@@ -26,8 +28,10 @@
 //   fold:    UPD = [Kr^T T; Mqk T] (N HEAD_DIM + C, K C) by mma.sync: warp w
 //            the keys 16 w .. 16 w + 15 (Kr^T by ldmatrix.trans from the row
 //            tile), warps 0-1 the C output rows; stored as core matrices
-// Uses kda_plan::prepare::* and wgmma/record_core_matrices (record_*_part,
-// record_update_at).
+// The bf16 row tiles (q, k, g rows and the operands written over them, the lo
+// tiles, Kr) are SwizzledRows (common/prepare_ops): 256-byte rows, 128-byte
+// swizzle, no padding. Uses kda_plan::prepare::* and
+// wgmma/record_core_matrices (record_*_part, record_update_at).
 namespace kda {
 namespace frag {
 
@@ -50,8 +54,12 @@ __device__ __forceinline__ u32 split_lo(const float (&x)[2], u32 hi) {
                      x[1] - bf16_bits_to_float(static_cast<u16>(hi >> 16)));
 }
 
-__device__ __forceinline__ float anchored_gate(const kda_plan::KdaParams& p, float g, float a_scale, float bias) {
-  return __fmul_rn(p.gate_scale, sigmoid(a_scale * (g + bias)));
+// The anchored gate a2 = gate_scale sigmoid(a (g + bias)) (log2) of one
+// element as gate_scale / (1 + 2^(g slope + offset)), slope = -a log2 e and
+// offset = slope bias per key column: one FFMA and two MUFU operations,
+// computed for every row (the caller zeroes rows past the end by a select).
+__device__ __forceinline__ float anchored_gate(float gate_scale, float g, float slope, float offset) {
+  return __fmul_rn(gate_scale, fast_rcp(1.0f + fast_exp2(fmaf(g, slope, offset))));
 }
 
 __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
@@ -66,14 +74,20 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   static_assert(P::THREADS == (C / ROWS) * (D / 2), "one thread per (row group of 8, column pair)");
   static_assert(P::GSUM_BYTES >= 4 * (C / ROWS) * D, "one gate sum per row group and key column");
   static_assert(P::STAGES == 1 && P::CHUNKS_PER_CTA == 1, "one chunk per CTA");
-  static_assert(P::Q_RAW_PITCH == P::K_RAW_PITCH && P::KDA_PITCH == P::QDA_PITCH && P::KDA_PITCH == P::KI_PITCH &&
-                    P::KDA_PITCH == P::KDA_LO_PITCH && P::KDA_PITCH == P::QDA_LO_PITCH &&
-                    P::KDA_PITCH == P::KI_LO_PITCH,
-                "one pitch for the raw tiles and one for the split operands");
-  static_assert(P::KDA_PITCH == P::Q_RAW_PITCH && P::KI_OFFSET == P::Q_RAW_OFFSET && P::KDA_OFFSET == P::K_RAW_OFFSET &&
-                    P::QDA_OFFSET == P::G_RAW_OFFSET,
+  using Rows = SwizzledRows;
+  static_assert(P::Q_RAW_PITCH == D && P::K_RAW_PITCH == D && P::G_RAW_PITCH == D && P::KDA_PITCH == D &&
+                    P::QDA_PITCH == D && P::KI_PITCH == D && P::QDA_LO_PITCH == D && P::KI_LO_PITCH == D &&
+                    P::KR_PITCH == D,
+                "the bf16 row tiles are unpadded 256-byte rows (SwizzledRows)");
+  static_assert(P::Q_RAW_OFFSET % 128 == 0 && P::K_RAW_OFFSET % 128 == 0 && P::G_RAW_OFFSET % 128 == 0 &&
+                    P::QDA_LO_OFFSET % 128 == 0 && P::KI_LO_OFFSET % 128 == 0,
+                "swizzled tiles start on 128-byte lines");
+  static_assert(P::KI_OFFSET == P::Q_RAW_OFFSET && P::KDA_OFFSET == P::K_RAW_OFFSET && P::QDA_OFFSET == P::G_RAW_OFFSET,
                 "center overwrites each thread's own raw elements: ki, kda, qda alias q_raw, k_raw, g_raw element for element");
-  static_assert(P::KR_OFFSET == P::KI_OFFSET && P::KR_PITCH == P::KI_PITCH, "Kr is written over the thread's own Ki elements");
+  static_assert(P::KR_OFFSET == P::KI_OFFSET, "Kr is written over the thread's own Ki elements");
+  static_assert(P::RNORM_OFFSET % 16 == 0 && P::LMAT_OFFSET % 16 == 0 && P::TMAT_OFFSET % 16 == 0 &&
+                    P::LMAT_PITCH % 4 == 0 && P::TMAT_PITCH % 4 == 0,
+                "16-byte loads of rnorm and of L and T rows");
   extern __shared__ __align__(128) u8 smem[];
   int h = 0;
   const int col = 2 * (threadIdx.x % (D / 2)); // key columns col, col + 1
@@ -88,10 +102,11 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   if (!c.exists) {
     return;
   }
-  load_chunk_rows(p, c, h, smem, 0);
+  load_chunk_rows<Rows>(p, c, h, smem, 0);
   cp_async_commit();
-  const float a_scale = __expf(p.a_log[h]);
+  const float slope = -1.4426950408889634f * __expf(p.a_log[h]); // -a log2 e
   const float2 bias = *reinterpret_cast<const float2*>(p.dt_bias + h * D + col);
+  const float2 offset = make_float2(slope * bias.x, slope * bias.y);
   const float anchor = static_cast<float>(kda_plan::ANCHOR_ROWS) * p.gate_scale; // C_a (log2)
   u8* record = p.workspace + (c.chunk * p.heads + h) * static_cast<i64>(kda_plan::WS_RECORD_BYTES);
   const u8* q_raw = smem + P::Q_RAW_OFFSET;
@@ -104,8 +119,7 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   float* rnorm = reinterpret_cast<float*>(smem + P::RNORM_OFFSET); // [2][C]
   if (warp < 4) {
     const int rows = HALF * (warp & 1);
-    warp_row_rnorms((warp < 2 ? q_raw : k_raw) + 2 * rows * P::Q_RAW_PITCH, P::Q_RAW_PITCH,
-                    rnorm + C * (warp >> 1) + rows);
+    warp_row_rnorms<Rows>((warp < 2 ? q_raw : k_raw) + Rows::at(rows, 0), rnorm + C * (warp >> 1) + rows);
   }
   float* beta = reinterpret_cast<float*>(smem + P::BETA_OFFSET);
   if (threadIdx.x < C) {
@@ -124,10 +138,12 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
 #pragma unroll
     for (int i = 0; i < ROWS; ++i) {
       const int r = r0 + i;
-      const u32 gp = *reinterpret_cast<const u32*>(g_raw + 2 * (r * P::G_RAW_PITCH + col));
+      const u32 gp = *reinterpret_cast<const u32*>(g_raw + Rows::at(r, col));
       const bool ok = r < c.valid;
-      prefix.x = __fadd_rn(prefix.x, ok ? anchored_gate(p, bf16_bits_to_float(static_cast<u16>(gp & 0xffffu)), a_scale, bias.x) : 0.0f);
-      prefix.y = __fadd_rn(prefix.y, ok ? anchored_gate(p, bf16_bits_to_float(static_cast<u16>(gp >> 16)), a_scale, bias.y) : 0.0f);
+      const float a0 = anchored_gate(p.gate_scale, bf16_bits_to_float(static_cast<u16>(gp & 0xffffu)), slope, offset.x);
+      const float a1 = anchored_gate(p.gate_scale, bf16_bits_to_float(static_cast<u16>(gp >> 16)), slope, offset.y);
+      prefix.x = __fadd_rn(prefix.x, ok ? a0 : 0.0f);
+      prefix.y = __fadd_rn(prefix.y, ok ? a1 : 0.0f);
       G[i] = prefix;
     }
     *reinterpret_cast<float2*>(gsum + group * D + col) = prefix;
@@ -158,17 +174,31 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   u8* const kda_s = smem + P::KDA_OFFSET;
   u8* const qda_s = smem + P::QDA_OFFSET;
   u8* const ki_s = smem + P::KI_OFFSET;
-  u8* const kda_lo_s = smem + P::KDA_LO_OFFSET;
   u8* const qda_lo_s = smem + P::QDA_LO_OFFSET;
   u8* const ki_lo_s = smem + P::KI_LO_OFFSET;
+  float qnorm[ROWS];
+  float knorm[ROWS];
+#pragma unroll
+  for (int i = 0; i < ROWS; i += 4) { // 16-byte loads of this thread's 8 rows
+    const float4 qn4 = *reinterpret_cast<const float4*>(rnorm + r0 + i);
+    const float4 kn4 = *reinterpret_cast<const float4*>(rnorm + C + r0 + i);
+    qnorm[i] = qn4.x;
+    qnorm[i + 1] = qn4.y;
+    qnorm[i + 2] = qn4.z;
+    qnorm[i + 3] = qn4.w;
+    knorm[i] = kn4.x;
+    knorm[i + 1] = kn4.y;
+    knorm[i + 2] = kn4.z;
+    knorm[i + 3] = kn4.w;
+  }
 #pragma unroll
   for (int i = 0; i < ROWS; ++i) {
     const int r = r0 + i;
-    const int at = 2 * (r * P::KDA_PITCH + col);
+    const int at = Rows::at(r, col);
     const u32 kp = *reinterpret_cast<const u32*>(k_raw + at);
     const u32 qp = *reinterpret_cast<const u32*>(q_raw + at);
-    const float kscale = rnorm[C + r];
-    const float qscale = p.scale * rnorm[r];
+    const float kscale = knorm[i];
+    const float qscale = p.scale * qnorm[i];
     float kda_f[2];
     float qda_f[2];
     float ki_f[2];
@@ -188,7 +218,6 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
     *reinterpret_cast<u32*>(kda_s + at) = kda;
     *reinterpret_cast<u32*>(qda_s + at) = qda;
     *reinterpret_cast<u32*>(ki_s + at) = ki;
-    *reinterpret_cast<u32*>(kda_lo_s + at) = split_lo(kda_f, kda);
     *reinterpret_cast<u32*>(qda_lo_s + at) = split_lo(qda_f, qda);
     *reinterpret_cast<u32*>(ki_lo_s + at) = split_lo(ki_f, ki);
   }
@@ -200,11 +229,13 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   const int jb = block == 2 ? 1 : 0;
   float prod[2][4];
   if (warp < 6) {
-    const bool is_l = warp < 3;
-    const int a_rows = 2 * HALF * ib * P::KDA_PITCH;
-    const int b_rows = 2 * HALF * jb * P::KDA_PITCH;
-    warp_product_16x16((is_l ? kda_s : qda_s) + a_rows, (is_l ? kda_lo_s : qda_lo_s) + a_rows, ki_s + b_rows,
-                       ki_lo_s + b_rows, P::KDA_PITCH, prod);
+    const int a_rows = Rows::at(HALF * ib, 0);
+    const int b_rows = Rows::at(HALF * jb, 0);
+    if (warp < 3) { // L: Kda in bf16 (rounding point kd_anchored)
+      warp_product_16x16<Rows, false>(kda_s + a_rows, nullptr, ki_s + b_rows, ki_lo_s + b_rows, prod);
+    } else {
+      warp_product_16x16<Rows, true>(qda_s + a_rows, qda_lo_s + a_rows, ki_s + b_rows, ki_lo_s + b_rows, prod);
+    }
   } else {
     constexpr int parts = 2 * D / 16;
     constexpr int writers = P::THREADS - 192;
@@ -217,7 +248,7 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
 #pragma unroll 2
       for (int pass = 0; pass < C / (writers / parts); ++pass) {
         const int r = w0 + pass * (writers / parts);
-        const u8* src = (tile == 0 ? kda_s : qda_s) + 2 * r * P::KDA_PITCH + 16 * part;
+        const u8* src = (tile == 0 ? kda_s : qda_s) + Rows::at(r, 8 * part);
         const int at = tile == 0 ? record_kd_part(r, part) : record_qd_part(r, part);
         *reinterpret_cast<uint4*>(record + at) = restore_anchor_x8(*reinterpret_cast<const uint4*>(src), restore);
       }
@@ -257,7 +288,7 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
     const float kr_scale1 = fast_exp2(g_total.y - anchor);
 #pragma unroll
     for (int i = 0; i < ROWS; ++i) {
-      const int at = 2 * ((r0 + i) * P::KI_PITCH + col);
+      const int at = Rows::at(r0 + i, col);
       const u32 hi = *reinterpret_cast<const u32*>(ki_s + at);
       const u32 lo = *reinterpret_cast<const u32*>(ki_lo_s + at);
       const float k0 = bf16_bits_to_float(static_cast<u16>(hi & 0xffffu)) + bf16_bits_to_float(static_cast<u16>(lo & 0xffffu));
@@ -274,7 +305,7 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
     const int blk = lane >> 4; // 0: T11, 1: T22
     const int d0 = HALF * blk;
     float tcol[HALF];
-    unit_lower_inverse_column16(lmat + d0 * P::LMAT_PITCH + d0, P::LMAT_PITCH, j, tcol);
+    unit_lower_inverse_column16<P::LMAT_PITCH>(lmat + d0 * P::LMAT_PITCH + d0, j, tcol);
 #pragma unroll
     for (int i = 0; i < HALF; ++i) {
       tmat[(d0 + i) * P::TMAT_PITCH + d0 + j] = tcol[i];
@@ -288,26 +319,32 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   {
     const int i = threadIdx.x / HALF;
     const int j = threadIdx.x % HALF;
-    float s = 0.0f;
+    // row i of L21 (then of T22) by 16-byte broadcast loads, the sum over m in order
+    auto row_times_column = [&](const float* row, const float* column) {
+      float s = 0.0f;
 #pragma unroll
-    for (int m = 0; m < HALF; ++m) {
-      s += lmat[(HALF + i) * P::LMAT_PITCH + m] * tmat[m * P::TMAT_PITCH + j];
-    }
-    tmat[i * P::TMAT_PITCH + HALF + j] = s;
+      for (int m4 = 0; m4 < HALF; m4 += 4) {
+        const float4 r4 = *reinterpret_cast<const float4*>(row + m4);
+        s += r4.x * column[m4 * P::TMAT_PITCH];
+        s += r4.y * column[(m4 + 1) * P::TMAT_PITCH];
+        s += r4.z * column[(m4 + 2) * P::TMAT_PITCH];
+        s += r4.w * column[(m4 + 3) * P::TMAT_PITCH];
+      }
+      return s;
+    };
+    tmat[i * P::TMAT_PITCH + HALF + j] = row_times_column(lmat + (HALF + i) * P::LMAT_PITCH, tmat + j);
     __syncthreads();
-    s = 0.0f;
-#pragma unroll
-    for (int m = 0; m < HALF; ++m) {
-      s += tmat[(HALF + i) * P::TMAT_PITCH + HALF + m] * tmat[m * P::TMAT_PITCH + HALF + j];
-    }
-    tmat[(HALF + i) * P::TMAT_PITCH + j] = -s;
+    tmat[(HALF + i) * P::TMAT_PITCH + j] =
+        -row_times_column(tmat + (HALF + i) * P::TMAT_PITCH + HALF, tmat + HALF + j);
   }
   __syncthreads();
   // T^T rows (column c of T, zero above the diagonal) as bf16: thread (c, q4)
-  // writes elements 8 q4 .. 8 q4 + 7 of row c
+  // = (lane, warp) writes elements 8 q4 .. 8 q4 + 7 of row c (a warp reads 32
+  // consecutive floats of a T row per load: no bank conflicts)
+  static_assert(C == 32, "a warp per 8 columns of T^T");
   if (threadIdx.x < C * C / 8) {
-    const int row = threadIdx.x / (C / 8);
-    const int q4 = threadIdx.x % (C / 8);
+    const int row = lane;
+    const int q4 = warp;
     u32 packed[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
@@ -354,7 +391,7 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
     u32 a[2][4];
 #pragma unroll
     for (int kc = 0; kc < 2; ++kc) {
-      ldmatrix_x4_trans(a[kc], kr_s + 2 * ((HALF * kc + c_row) * P::KR_PITCH + key));
+      ldmatrix_x4_trans(a[kc], kr_s + Rows::at(HALF * kc + c_row, key));
     }
     fold_rows(16 * warp, a);
   }
