@@ -3,7 +3,7 @@
 // chunk-32 recurrence, with the fixed exponent anchor of spec section 8
 // (decision 3): C_a = (C / 2) b, b = lower_bound log2 e = gate_scale, so that
 // the operands of the in-chunk products stay within 2^(+-16 |b|).
-// 8 warps; in gather, center and the Kr step thread (group, pair) =
+// 8 warps; in gather and center thread (group, pair) =
 // (threadIdx.x / 64, threadIdx.x % 64) owns key columns 2 pair, 2 pair + 1 of
 // rows 8 group .. 8 group + 7 (4-byte bf16-pair accesses; a warp covers a row).
 //   load:    q, k, g rows with 16-byte cp.async (common/prepare_ops)
@@ -13,18 +13,18 @@
 //            thread adds the group sums in one order (never contracted), so
 //            all agree on G_tot bit for bit
 //   center:  Kda = k^ 2^(G - C_a) (bf16), Qda = scale q^ 2^(G - C_a) and
-//            Ki = k^ 2^(C_a - G) as split operands hi + lo (bf16 each);
+//            Ki = k^ 2^(C_a - G) as split operands hi + lo (bf16 each),
+//            Kr = k^ 2^(G_tot - G) = Ki 2^(G_tot - C_a) from Ki in fp32;
 //            gamma = 2^G_tot
 //   mqk:     warps 0-2: the blocks (0,0), (1,0), (1,1) of Kda Ki^T (hi*hi +
 //            hi*lo), warps 3-5 the same blocks of Qda Ki^T (hi*hi + hi*lo +
-//            lo*hi), 16 x 16 x 128 each (ldmatrix fragments); warps 6-7 write
-//            the record's Kd = Kda 2^C_a and Qd = Qda 2^C_a (restored from the
-//            hi tiles) as core matrices
-//   inverse: L = diag(beta) strict-lower(.) and Mqk = lower-incl(.) to SMEM,
-//            Kr = k^ 2^(G_tot - G) = (Ki hi + lo) 2^(G_tot - C_a) over Ki;
+//            lo*hi), 16 x 16 x 128 each (ldmatrix fragments); then all warps
+//            write the record's Kd = Kda 2^C_a and Qd = Qda 2^C_a (restored
+//            from the hi tiles) as core matrices
+//   inverse: L = diag(beta) strict-lower(.) and Mqk = lower-incl(.) to SMEM;
 //            warp 0: T11, T22 by forward substitution in fp32 (lanes 0-15 and
-//            16-31 at once); the CTA: X = L21 T11, T21 = -T22 X (blocked
-//            16 -> 32), one element per thread
+//            16-31 at once), then X = L21 T11, T21 = -T22 X (blocked 16 -> 32)
+//            by split-tf32 mma.sync (near fp32)
 //   fold:    UPD = [Kr^T T; Mqk T] (N HEAD_DIM + C, K C) by mma.sync: warp w
 //            the keys 16 w .. 16 w + 15 (Kr^T by ldmatrix.trans from the row
 //            tile), warps 0-1 the C output rows; stored as core matrices
@@ -58,6 +58,41 @@ __device__ __forceinline__ u32 split_lo(const float (&x)[2], u32 hi) {
 // element as gate_scale / (1 + 2^(g slope + offset)), slope = -a log2 e and
 // offset = slope bias per key column: one FFMA and two MUFU operations,
 // computed for every row (the caller zeroes rows past the end by a select).
+// The 16 x 8 product of a 16 x 16 fp32 block (rows at `a`, A_PITCH elements
+// apart) and the 16 x 8 fp32 block at `b` (B_PITCH) by one warp: two K steps of
+// m16n8k8 tf32 MMAs on split operands x = tf32(x) + tf32(x - tf32(x)) (hi*hi +
+// hi*lo + lo*hi, error near fp32's). d in the m16n8 accumulator layout.
+template <int A_PITCH, int B_PITCH>
+__device__ __forceinline__ void warp_product_16x16x8_split_tf32(const float* a, const float* b, float (&d)[4]) {
+  const int lane = threadIdx.x & 31;
+  const int g = lane >> 2;
+  const int t = lane & 3;
+  d[0] = d[1] = d[2] = d[3] = 0.0f;
+#pragma unroll
+  for (int ks = 0; ks < 2; ++ks) {
+    const float av[4] = {a[g * A_PITCH + 8 * ks + t], a[(g + 8) * A_PITCH + 8 * ks + t],
+                         a[g * A_PITCH + 8 * ks + t + 4], a[(g + 8) * A_PITCH + 8 * ks + t + 4]};
+    const float bv[2] = {b[(8 * ks + t) * B_PITCH + g], b[(8 * ks + t + 4) * B_PITCH + g]};
+    u32 a_hi[4];
+    u32 a_lo[4];
+    u32 b_hi[2];
+    u32 b_lo[2];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      a_hi[e] = tf32_bits(av[e]);
+      a_lo[e] = tf32_bits(av[e] - __uint_as_float(a_hi[e]));
+    }
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      b_hi[e] = tf32_bits(bv[e]);
+      b_lo[e] = tf32_bits(bv[e] - __uint_as_float(b_hi[e]));
+    }
+    mma_tf32_1688(d, a_lo, b_hi[0], b_hi[1]);
+    mma_tf32_1688(d, a_hi, b_lo[0], b_lo[1]);
+    mma_tf32_1688(d, a_hi, b_hi[0], b_hi[1]);
+  }
+}
+
 __device__ __forceinline__ float anchored_gate(float gate_scale, float g, float slope, float offset) {
   return __fmul_rn(gate_scale, fast_rcp(1.0f + fast_exp2(fmaf(g, slope, offset))));
 }
@@ -69,7 +104,7 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   constexpr int HALF = kda_plan::INVERSE_BLOCK; // T11, T22 by forward substitution, merged into T
   static_assert(C == 2 * HALF, "one 16 -> 32 merge");
   static_assert(kda_plan::ANCHOR_ROWS == C / 2, "C_a = (C / 2) gate_scale");
-  constexpr int ROWS = 8; // rows per thread in gather, center and Kr
+  constexpr int ROWS = 8; // rows per thread in gather and center
   static_assert(C == 32 && D == 128 && P::THREADS == 2 * D, "chunk 32: 8 warps");
   static_assert(P::THREADS == (C / ROWS) * (D / 2), "one thread per (row group of 8, column pair)");
   static_assert(P::GSUM_BYTES >= 4 * (C / ROWS) * D, "one gate sum per row group and key column");
@@ -80,11 +115,10 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
                     P::KR_PITCH == D,
                 "the bf16 row tiles are unpadded 256-byte rows (SwizzledRows)");
   static_assert(P::Q_RAW_OFFSET % 128 == 0 && P::K_RAW_OFFSET % 128 == 0 && P::G_RAW_OFFSET % 128 == 0 &&
-                    P::QDA_LO_OFFSET % 128 == 0 && P::KI_LO_OFFSET % 128 == 0,
+                    P::QDA_LO_OFFSET % 128 == 0 && P::KI_LO_OFFSET % 128 == 0 && P::KR_OFFSET % 128 == 0,
                 "swizzled tiles start on 128-byte lines");
   static_assert(P::KI_OFFSET == P::Q_RAW_OFFSET && P::KDA_OFFSET == P::K_RAW_OFFSET && P::QDA_OFFSET == P::G_RAW_OFFSET,
                 "center overwrites each thread's own raw elements: ki, kda, qda alias q_raw, k_raw, g_raw element for element");
-  static_assert(P::KR_OFFSET == P::KI_OFFSET, "Kr is written over the thread's own Ki elements");
   static_assert(P::RNORM_OFFSET % 16 == 0 && P::LMAT_OFFSET % 16 == 0 && P::TMAT_OFFSET % 16 == 0 &&
                     P::LMAT_PITCH % 4 == 0 && P::TMAT_PITCH % 4 == 0,
                 "16-byte loads of rnorm and of L and T rows");
@@ -176,29 +210,23 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   u8* const ki_s = smem + P::KI_OFFSET;
   u8* const qda_lo_s = smem + P::QDA_LO_OFFSET;
   u8* const ki_lo_s = smem + P::KI_LO_OFFSET;
-  float qnorm[ROWS];
-  float knorm[ROWS];
-#pragma unroll
-  for (int i = 0; i < ROWS; i += 4) { // 16-byte loads of this thread's 8 rows
-    const float4 qn4 = *reinterpret_cast<const float4*>(rnorm + r0 + i);
-    const float4 kn4 = *reinterpret_cast<const float4*>(rnorm + C + r0 + i);
-    qnorm[i] = qn4.x;
-    qnorm[i + 1] = qn4.y;
-    qnorm[i + 2] = qn4.z;
-    qnorm[i + 3] = qn4.w;
-    knorm[i] = kn4.x;
-    knorm[i + 1] = kn4.y;
-    knorm[i + 2] = kn4.z;
-    knorm[i + 3] = kn4.w;
-  }
+  u8* const kr_s = smem + P::KR_OFFSET; // Kr = k^ 2^(G_tot - G) = Ki 2^(G_tot - C_a), from Ki in fp32
+  const float kr_scale0 = fast_exp2(g_total.x - anchor);
+  const float kr_scale1 = fast_exp2(g_total.y - anchor);
+  float4 qn4; // this thread's row norms by 16-byte loads, 4 rows at a time (registers)
+  float4 kn4;
 #pragma unroll
   for (int i = 0; i < ROWS; ++i) {
     const int r = r0 + i;
+    if (i % 4 == 0) {
+      qn4 = *reinterpret_cast<const float4*>(rnorm + r);
+      kn4 = *reinterpret_cast<const float4*>(rnorm + C + r);
+    }
+    const float kscale = i % 4 == 0 ? kn4.x : i % 4 == 1 ? kn4.y : i % 4 == 2 ? kn4.z : kn4.w;
+    const float qscale = p.scale * (i % 4 == 0 ? qn4.x : i % 4 == 1 ? qn4.y : i % 4 == 2 ? qn4.z : qn4.w);
     const int at = Rows::at(r, col);
     const u32 kp = *reinterpret_cast<const u32*>(k_raw + at);
     const u32 qp = *reinterpret_cast<const u32*>(q_raw + at);
-    const float kscale = knorm[i];
-    const float qscale = p.scale * qnorm[i];
     float kda_f[2];
     float qda_f[2];
     float ki_f[2];
@@ -220,10 +248,12 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
     *reinterpret_cast<u32*>(ki_s + at) = ki;
     *reinterpret_cast<u32*>(qda_lo_s + at) = split_lo(qda_f, qda);
     *reinterpret_cast<u32*>(ki_lo_s + at) = split_lo(ki_f, ki);
+    *reinterpret_cast<u32*>(kr_s + at) = pack_bf16x2(ki_f[0] * kr_scale0, ki_f[1] * kr_scale1);
   }
   __syncthreads();
 
-  // mqk: warps 0-5 the six 16 x 16 blocks; warps 6-7 the record's Kd and Qd
+  // mqk: warps 0-5 the six 16 x 16 blocks; then every thread restores 4 of
+  // the record's 1,024 16-byte Kd and Qd parts (warps 6-7 at once)
   const int block = warp % 3;
   const int ib = block == 0 ? 0 : 1;
   const int jb = block == 2 ? 1 : 0;
@@ -236,18 +266,19 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
     } else {
       warp_product_16x16<Rows, true>(qda_s + a_rows, qda_lo_s + a_rows, ki_s + b_rows, ki_lo_s + b_rows, prod);
     }
-  } else {
+  }
+  {
     constexpr int parts = 2 * D / 16;
-    constexpr int writers = P::THREADS - 192;
-    static_assert(writers % parts == 0 && C % (writers / parts) == 0, "whole rows per pass");
+    constexpr int rows_per_pass = P::THREADS / parts;
+    static_assert(P::THREADS % parts == 0 && C % rows_per_pass == 0, "whole rows per pass");
     const float restore = fast_exp2(anchor);
     const int part = threadIdx.x % parts;
-    const int w0 = (threadIdx.x - 192) / parts;
+    const int w0 = threadIdx.x / parts;
 #pragma unroll
     for (int tile = 0; tile < 2; ++tile) {
-#pragma unroll 2
-      for (int pass = 0; pass < C / (writers / parts); ++pass) {
-        const int r = w0 + pass * (writers / parts);
+#pragma unroll
+      for (int pass = 0; pass < C / rows_per_pass; ++pass) {
+        const int r = w0 + pass * rows_per_pass;
         const u8* src = (tile == 0 ? kda_s : qda_s) + Rows::at(r, 8 * part);
         const int at = tile == 0 ? record_kd_part(r, part) : record_qd_part(r, part);
         *reinterpret_cast<uint4*>(record + at) = restore_anchor_x8(*reinterpret_cast<const uint4*>(src), restore);
@@ -256,10 +287,9 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   }
   __syncthreads(); // the operand tiles are dead from here
 
-  // inverse: L and Mqk blocks to SMEM, Kr rows into ki's bytes
+  // inverse: L and Mqk blocks to SMEM
   float* const lmat = reinterpret_cast<float*>(smem + P::LMAT_OFFSET); // [C][LMAT_PITCH]
   u8* const mqk_s = smem + P::MQK_OFFSET;                               // bf16 [C][MQK_PITCH]
-  u8* const kr_s = smem + P::KR_OFFSET;                                 // bf16 [C][KR_PITCH]
   if (warp < 6) {
 #pragma unroll
     for (int nj = 0; nj < 2; ++nj) {
@@ -281,25 +311,14 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
       }
     }
   }
-  // Kr = k^ 2^(G_tot - G) = Ki 2^(G_tot - C_a), from this thread's own split
-  // Ki elements (hi + lo), written over the hi elements (kr aliases ki)
-  {
-    const float kr_scale0 = fast_exp2(g_total.x - anchor);
-    const float kr_scale1 = fast_exp2(g_total.y - anchor);
-#pragma unroll
-    for (int i = 0; i < ROWS; ++i) {
-      const int at = Rows::at(r0 + i, col);
-      const u32 hi = *reinterpret_cast<const u32*>(ki_s + at);
-      const u32 lo = *reinterpret_cast<const u32*>(ki_lo_s + at);
-      const float k0 = bf16_bits_to_float(static_cast<u16>(hi & 0xffffu)) + bf16_bits_to_float(static_cast<u16>(lo & 0xffffu));
-      const float k1 = bf16_bits_to_float(static_cast<u16>(hi >> 16)) + bf16_bits_to_float(static_cast<u16>(lo >> 16));
-      *reinterpret_cast<u32*>(kr_s + at) = pack_bf16x2(k0 * kr_scale0, k1 * kr_scale1);
-    }
-  }
   __syncthreads();
 
   float* const tmat = reinterpret_cast<float*>(smem + P::TMAT_OFFSET); // [C][TMAT_PITCH], fp32 T
   u8* const tt = smem + P::TT_OFFSET;                                   // bf16 T^T [C][TT_PITCH]
+  // warp 0: T11 and T22 by forward substitution (lanes 0-15 and 16-31), then
+  // the off-diagonal block by split-tf32 mma.sync in two 8-column slabs, each
+  // slab only the warp's own: X = L21 T11 into the zero upper-right block as
+  // scratch, then T21 = -T22 X (no CTA barrier between the steps)
   if (warp == 0) {
     const int j = lane & 15;
     const int blk = lane >> 4; // 0: T11, 1: T22
@@ -310,32 +329,25 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
     for (int i = 0; i < HALF; ++i) {
       tmat[(d0 + i) * P::TMAT_PITCH + d0 + j] = tcol[i];
     }
-  }
-  __syncthreads();
-  // The off-diagonal block by the whole CTA, one element per thread (it was
-  // 31 % of the CTA's life on warp 0 alone): X = L21 T11 into the zero
-  // upper-right block as scratch, then T21 = -T22 X.
-  static_assert(P::THREADS == HALF * HALF, "one thread per element of a 16 x 16 block");
-  {
-    const int i = threadIdx.x / HALF;
-    const int j = threadIdx.x % HALF;
-    // row i of L21 (then of T22) by 16-byte broadcast loads, the sum over m in order
-    auto row_times_column = [&](const float* row, const float* column) {
-      float s = 0.0f;
+    __syncwarp();
 #pragma unroll
-      for (int m4 = 0; m4 < HALF; m4 += 4) {
-        const float4 r4 = *reinterpret_cast<const float4*>(row + m4);
-        s += r4.x * column[m4 * P::TMAT_PITCH];
-        s += r4.y * column[(m4 + 1) * P::TMAT_PITCH];
-        s += r4.z * column[(m4 + 2) * P::TMAT_PITCH];
-        s += r4.w * column[(m4 + 3) * P::TMAT_PITCH];
-      }
-      return s;
-    };
-    tmat[i * P::TMAT_PITCH + HALF + j] = row_times_column(lmat + (HALF + i) * P::LMAT_PITCH, tmat + j);
-    __syncthreads();
-    tmat[(HALF + i) * P::TMAT_PITCH + j] =
-        -row_times_column(tmat + (HALF + i) * P::TMAT_PITCH + HALF, tmat + HALF + j);
+    for (int nt = 0; nt < 2; ++nt) {
+      float x[4];
+      warp_product_16x16x8_split_tf32<P::LMAT_PITCH, P::TMAT_PITCH>(lmat + HALF * P::LMAT_PITCH, tmat + 8 * nt, x);
+      float* const out = tmat + HALF + 8 * nt + 2 * t;
+      *reinterpret_cast<float2*>(out + g * P::TMAT_PITCH) = make_float2(x[0], x[1]);
+      *reinterpret_cast<float2*>(out + (g + 8) * P::TMAT_PITCH) = make_float2(x[2], x[3]);
+    }
+    __syncwarp();
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      float y[4];
+      warp_product_16x16x8_split_tf32<P::TMAT_PITCH, P::TMAT_PITCH>(tmat + HALF * P::TMAT_PITCH + HALF,
+                                                                   tmat + HALF + 8 * nt, y);
+      float* const out = tmat + HALF * P::TMAT_PITCH + 8 * nt + 2 * t;
+      *reinterpret_cast<float2*>(out + g * P::TMAT_PITCH) = make_float2(-y[0], -y[1]);
+      *reinterpret_cast<float2*>(out + (g + 8) * P::TMAT_PITCH) = make_float2(-y[2], -y[3]);
+    }
   }
   __syncthreads();
   // T^T rows (column c of T, zero above the diagonal) as bf16: thread (c, q4)
