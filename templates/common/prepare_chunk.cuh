@@ -63,8 +63,7 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
     q[r] = bf16_bits_to_float(reinterpret_cast<const u16*>(q_raw)[r * P::Q_RAW_PITCH + ch]);
     k[r] = bf16_bits_to_float(reinterpret_cast<const u16*>(k_raw)[r * P::K_RAW_PITCH + ch]);
     const float g = bf16_bits_to_float(reinterpret_cast<const u16*>(g_raw)[r * P::G_RAW_PITCH + ch]);
-    const float a2 = p.gate_scale * sigmoid(a_scale * (g + bias)); // every row: a select, no branch
-    gate[r] = r < c.valid ? a2 : 0.0f;
+    gate[r] = r < c.valid ? p.gate_scale * sigmoid(a_scale * (g + bias)) : 0.0f;
   }
 
   float* beta = reinterpret_cast<float*>(prepare_buffer(smem, stage, P::BETA_OFFSET, P::BETA_STAGED));
