@@ -1,6 +1,6 @@
 // kdajit fragment: wgmma/async
 // sm_90a warpgroup MMA ordering: wgmma fence / commit / wait (PTX ISA
-// 9.7.15.6); setmaxnreg. The wgmma instructions themselves are emitted from the plan
+// 9.7.15.6); setmaxnreg; stmatrix. The wgmma instructions themselves are emitted from the plan
 // (emit_wgmma_ops); mbarriers and bulk copies are in common/async_copy.
 namespace kda {
 
@@ -15,6 +15,16 @@ __device__ __forceinline__ void wgmma_commit() {
 template <int N>
 __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+
+// Four 8x8 b16 matrices to SMEM, each transposed (PTX ISA "stmatrix", sm_90):
+// thread (g = lane / 4, t = lane % 4) gives row g, elements 2t and 2t+1 of
+// matrix j in r[j]; lanes 8j..8j+7 give the addresses of the 8 stored rows of
+// matrix j (16-byte aligned), stored row i = column i of the fragment.
+__device__ __forceinline__ void stmatrix_x4_trans(void* row, const u32 (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(smem_address(row)),
+               "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
 }
 
 // Moves registers between a CTA's warpgroups (PTX ISA 9.7.19.6 setmaxnreg,

@@ -74,34 +74,35 @@ __device__ __forceinline__ void load_warp_v_async(const kda_plan::KdaParams& p, 
 }
 
 // The warp's O^T fragment (value rows v_row .. v_row + 15, chunk rows c) to the
-// output: transposed through the warp's 16 columns of the SMEM tile, then one
-// 16-byte store per lane and 16 chunk rows (chunk row lane / 2 + 16 i, value
-// columns 8 (lane % 2) ..).
+// output: into the warp's 16 columns of the SMEM tile O[c][v] by two
+// transposing stmatrix.x4 (8x8 blocks (value half vb, chunk rows 8 nc ..)),
+// then one 16-byte store per lane and 16 chunk rows (chunk row lane / 2 + 16 i,
+// value columns 8 (lane % 2) ..).
 __device__ __forceinline__ void store_warp_output(const kda_plan::KdaParams& p, u8* tile,
                                                   const float (&o)[kda_plan::CHUNK_SIZE / 8][4],
                                                   const SequenceSpan& seq, int h, int v_row, i64 c) {
   namespace R = kda_plan::recurrence;
   constexpr int C = kda_plan::CHUNK_SIZE;
   constexpr int D = kda_plan::HEAD_DIM;
+  static_assert(C % 16 == 0, "pairs of 8-row chunk blocks per stmatrix.x4");
   const int lane = threadIdx.x & 31;
-  const int g = lane >> 2;
-  const int t = lane & 3;
   __syncwarp(); // the previous chunk's reads of these columns are done
+  // matrix j of an x4: chunk block nc = 2 q + j / 2, value half vb = j % 2
+  const int j = lane >> 3;
+  const int i = lane & 7;
 #pragma unroll
-  for (int nc = 0; nc < C / 8; ++nc) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int row = v_row + g + 8 * (e >> 1);
-      const int col = 8 * nc + 2 * t + (e & 1);
-      reinterpret_cast<u16*>(tile)[col * R::OUT_PITCH + row] = float_to_bf16_bits(o[nc][e]);
-    }
+  for (int q = 0; q < C / 16; ++q) {
+    const u32 r[4] = {pack_bf16x2(o[2 * q][0], o[2 * q][1]), pack_bf16x2(o[2 * q][2], o[2 * q][3]),
+                      pack_bf16x2(o[2 * q + 1][0], o[2 * q + 1][1]), pack_bf16x2(o[2 * q + 1][2], o[2 * q + 1][3])};
+    const int row = 8 * (2 * q + (j >> 1)) + i; // chunk row
+    stmatrix_x4_trans(tile + 2 * (row * R::OUT_PITCH + v_row + 8 * (j & 1)), r);
   }
   __syncwarp();
   const int valid = static_cast<int>(min(static_cast<i64>(C), seq.length - c * C));
   const int col = v_row + 8 * (lane & 1);
 #pragma unroll
-  for (int i = 0; i < C / 16; ++i) {
-    const int r = (lane >> 1) + 16 * i;
+  for (int k = 0; k < C / 16; ++k) {
+    const int r = (lane >> 1) + 16 * k;
     if (r < valid) {
       const i64 at = ((seq.start + c * C + r) * p.heads + h) * D * 2 + 2 * col;
       *reinterpret_cast<uint4*>(reinterpret_cast<u8*>(p.out) + at) =
@@ -187,6 +188,7 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
   float acc[1][16][4];
   load_state(p, n, h, m0, acc);
   u8* const out_tile = smem + R::OUT_OFFSET;
+  float o_prev[NT][4]; // chunk c - 1's O^T: stored while chunk c's projections run
 
   for (i64 c = 0; c < chunks; ++c) {
     const int slot_index = static_cast<int>(c % S);
@@ -233,6 +235,9 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
       wgmma_m64k16_rs(o, sa[ks], kq + ((k_bytes + k_qd_rows) >> 4), ks > 0 ? 1 : 0);
     }
     wgmma_commit();
+    if (c > 0) { // off the chain: the projections are in flight (o_prev is no wgmma operand)
+      store_warp_output(p, out_tile, o_prev, seq, h, v_row, c - 1);
+    }
     wgmma_wait<0>();
 
     // residual: Delta^T[v][c] = beta_c (V[c][v] - P^T[v][c]) for valid rows c
@@ -281,7 +286,16 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
     if (lane == 0) {
       mbarrier_arrive(empty + slot_index); // this warp has read the slot (V, record) for the last time
     }
-    store_warp_output(p, out_tile, o, seq, h, v_row, c);
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        o_prev[j][e] = o[j][e];
+      }
+    }
+  }
+  if (chunks > 0) {
+    store_warp_output(p, out_tile, o_prev, seq, h, v_row, chunks - 1);
   }
   cp_async_wait<0>();
   if (p.state_out != nullptr) {
