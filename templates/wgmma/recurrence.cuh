@@ -24,7 +24,9 @@
 //            from the packed bf16 state; then S diag(gamma) (decaying while
 //            they run made ptxas inject waits: the state is the previous
 //            update's accumulator)
-//   residual: Delta^T = beta (V - P)^T, rows past the sequence end selected to 0
+//   residual: Delta^T = beta (V - P)^T; rows past the sequence end give 0
+//            without a select: their beta is 0 in the record and their V
+//            zero-filled, and P is finite
 //   update:  [S | O^T] = [S diag(gamma) | O0^T] + Delta^T UPD^T
 //            (UPD = T^T [Kr | Mqk^T] from the prepare kernel: the solve
 //            U^T = Delta^T T^T is folded in, one dependent wgmma less per chunk)
@@ -193,10 +195,6 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
   for (i64 c = 0; c < chunks; ++c) {
     const int slot_index = static_cast<int>(c % S);
     u8* const slot = smem + slot_index * R::STAGE_BYTES;
-    if (c + S - 1 < chunks) { // into the slot chunk c - 1 used: this warp is done with its columns there
-      load_warp_v_async(p, smem + static_cast<int>((c + S - 1) % S) * R::STAGE_BYTES, seq, h, v_row, c + S - 1);
-    }
-    cp_async_commit();
     mbarrier_wait(full + slot_index, static_cast<u32>((c / S) & 1));
     const u8* const record = slot + R::RECORD_OFFSET;
     // project
@@ -235,13 +233,19 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
       wgmma_m64k16_rs(o, sa[ks], kq + ((k_bytes + k_qd_rows) >> 4), ks > 0 ? 1 : 0);
     }
     wgmma_commit();
-    if (c > 0) { // off the chain: the projections are in flight (o_prev is no wgmma operand)
+    // off the chain while the projections are in flight: chunk c + S - 1's V
+    // columns into the slot chunk c - 1 used (this warp is done with its
+    // columns there), and chunk c - 1's output (o_prev is no wgmma operand)
+    if (c + S - 1 < chunks) {
+      load_warp_v_async(p, smem + static_cast<int>((c + S - 1) % S) * R::STAGE_BYTES, seq, h, v_row, c + S - 1);
+    }
+    cp_async_commit();
+    if (c > 0) {
       store_warp_output(p, out_tile, o_prev, seq, h, v_row, c - 1);
     }
     wgmma_wait<0>();
 
-    // residual: Delta^T[v][c] = beta_c (V[c][v] - P^T[v][c]) for valid rows c
-    const int valid = static_cast<int>(min(static_cast<i64>(C), seq.length - c * C));
+    // residual: Delta^T[v][c] = beta_c (V[c][v] - P^T[v][c]) (beta_c = 0 past the end)
     const float* const beta = reinterpret_cast<const float*>(record + kda_plan::WS_BETA_OFFSET);
     cp_async_wait<S - 1>(); // this warp's V columns of chunk c
     __syncwarp();
@@ -261,8 +265,8 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
               beta[col] * (bf16_bits_to_float(static_cast<u16>(pair & 0xffffu)) - po[2 * kc + nc][2 * half]);
           const float d1 =
               beta[col + 1] * (bf16_bits_to_float(static_cast<u16>(pair >> 16)) - po[2 * kc + nc][2 * half + 1]);
-          dl[nc][2 * half] = col < valid ? d0 : 0.0f;
-          dl[nc][2 * half + 1] = col + 1 < valid ? d1 : 0.0f;
+          dl[nc][2 * half] = d0;
+          dl[nc][2 * half + 1] = d1;
         }
       }
       pack_a(dl[0], dl[1], da[kc]);
