@@ -18,6 +18,21 @@ const std::vector<BenchWorkload>& bench_workloads() {
   return k_workloads;
 }
 
+std::vector<const BenchWorkload*> workloads_in_class(ShapeClass c, int sm_count, std::int64_t max_tokens) {
+  std::vector<const BenchWorkload*> out;
+  for (const BenchWorkload& w : bench_workloads()) {
+    const std::int64_t pairs = static_cast<std::int64_t>(w.seqlens.size()) * w.heads;
+    std::int64_t tokens = 0;
+    for (std::int64_t l : w.seqlens) {
+      tokens += l;
+    }
+    if (shape_class(pairs, sm_count) == c && tokens <= max_tokens) {
+      out.push_back(&w);
+    }
+  }
+  return out;
+}
+
 std::int64_t minimal_bytes(const BenchWorkload& w) {
   std::int64_t tokens = 0;
   for (std::int64_t l : w.seqlens) {

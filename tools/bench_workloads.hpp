@@ -5,6 +5,8 @@
 /// warm-up calls, median of 100, bf16 state given and updated in place).
 #pragma once
 
+#include "runtime/tuning_table.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -21,6 +23,11 @@ struct BenchWorkload {
 };
 
 const std::vector<BenchWorkload>& bench_workloads();
+
+/// The workloads of bench_workloads() whose (sequence x head) pairs put them in
+/// shape class `c` on a device of `sm_count` SMs, of at most `max_tokens`
+/// tokens, in table order (what `kdajit tune` times for the class).
+std::vector<const BenchWorkload*> workloads_in_class(ShapeClass c, int sm_count, std::int64_t max_tokens);
 
 /// Fewest bytes a prefill must move: q, k, v, g, beta read once, out written
 /// once (1,282 B per token and head), bf16 state read and written once

@@ -83,11 +83,12 @@ usage:
       The six accuracy cases of the peers' H200 table: relative RMS error of
       output and state beside FlashKDA's and FLA's, and the ratio to FLA's.
   kdajit tune [--iters N] [--warmup N] [--dry-run] [--json]
-      Benchmark every eligible shipped schedule on this GPU for one workload
-      per shape class (how the sequence x head pairs fill the SMs) and write
-      the fastest into the local tuning table (KDAJIT_TUNE_FILE, else
-      <cache dir>/tuning-v1.json), keyed by CC and SM count. Routing reads it
-      over the tables shipped in tuning/*.json, entry by entry.
+      Benchmark every eligible shipped schedule on this GPU on the bench
+      workloads of each shape class (how the sequence x head pairs fill the
+      SMs; workloads of at most 32,768 tokens) and write the one with the
+      lowest geometric mean into the local tuning table (KDAJIT_TUNE_FILE,
+      else <cache dir>/tuning-v1.json), keyed by CC and SM count. Routing
+      reads it over the tables shipped in tuning/*.json, entry by entry.
   kdajit bench [--cases a,b] [--iters N] [--warmup N] [--cold] [--schedule S] [--no-overlap] [--json]
       Time recurrent_kda_prefill on the peers' workloads (GPU needed): median
       of N calls after warm-up, CUDA events, bf16 state updated in place; ms,

@@ -1,9 +1,12 @@
 // kdajit tune [--iters N] [--warmup N] [--dry-run] [--json]
-// Benchmarks every eligible shipped schedule on the present GPU for one
-// representative workload per shape class (how the sequence x head pairs fill
-// the SMs) and writes the fastest into the tuning table that routing reads
+// Benchmarks every eligible shipped schedule on the present GPU on the bench
+// workloads of each shape class (how the sequence x head pairs fill the SMs;
+// workloads of at most 32,768 tokens) and writes the schedule with the lowest
+// geometric mean of the median times into the tuning table that routing reads
 // (KDAJIT_TUNE_FILE, else <cache dir>/tuning-v1.json), keyed by compute
-// capability and SM count, never by device name.
+// capability and SM count, never by device name. Every workload of a class
+// counts: one workload alone let a 1 % difference (noise) pick a schedule
+// that is slower on the class's other workloads.
 #include "compiler/schedule_library.hpp"
 #include "runtime/context.hpp"
 #include "runtime/cuda_driver.hpp"
@@ -18,25 +21,23 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <map>
 #include <ostream>
+#include <vector>
 
 namespace kda::tools {
 namespace {
 
-// The workload of bench_workloads() that represents each shape class on this device.
-const BenchWorkload* representative(ShapeClass c, int sm_count) {
-  const BenchWorkload* best = nullptr;
-  for (const BenchWorkload& w : bench_workloads()) {
-    const std::int64_t pairs = static_cast<std::int64_t>(w.seqlens.size()) * w.heads;
-    std::int64_t tokens = 0;
-    for (std::int64_t l : w.seqlens) {
-      tokens += l;
-    }
-    if (shape_class(pairs, sm_count) == c && tokens <= 32768 && (best == nullptr || w.standard)) {
-      best = &w;
-    }
-  }
-  return best;
+ProblemShape problem_of(const BenchWorkload& w, const Workload& wl) {
+  const PrefillArgs probe = args_for(wl, wl.sets[0]);
+  ProblemShape problem;
+  problem.layout = probe.cu_seqlens.defined() ? LayoutKind::packed : LayoutKind::fixed;
+  problem.state_dtype = StatePrecision::bf16;
+  problem.state_in = problem.state_out = true;
+  problem.heads = w.heads;
+  problem.num_seqs = static_cast<int>(w.seqlens.size());
+  return problem;
 }
 
 } // namespace
@@ -63,35 +64,44 @@ int tune_command(const std::vector<std::string>& args, std::ostream& out, std::o
   nlohmann::json report = nlohmann::json::array();
   out << fmt::format("kdajit tune on {} ({})\n", info.to_string(), device_key);
   for (ShapeClass c : {ShapeClass::few, ShapeClass::one_wave, ShapeClass::two_waves, ShapeClass::many}) {
-    const BenchWorkload* w = representative(c, info.sm_count);
-    if (w == nullptr) {
-      out << fmt::format("{}: no representative workload\n", to_string(c));
+    // at most 32,768 tokens per workload, so that a tune stays short
+    const std::vector<const BenchWorkload*> workloads = workloads_in_class(c, info.sm_count, 32768);
+    if (workloads.empty()) {
+      out << fmt::format("{}: no bench workload in this class\n", to_string(c));
       continue;
     }
-    Workload wl = make_workload(*w, pool, 1, rng);
-    const PrefillArgs probe = args_for(wl, wl.sets[0]);
-    ProblemShape problem;
-    problem.layout = probe.cu_seqlens.defined() ? LayoutKind::packed : LayoutKind::fixed;
-    problem.state_dtype = StatePrecision::bf16;
-    problem.state_in = problem.state_out = true;
-    problem.heads = w->heads;
-    problem.num_seqs = static_cast<int>(w->seqlens.size());
-    std::string best;
-    double best_ms = 0.0;
-    for (const Schedule& s : shipped_schedules()) {
-      const TargetChoice t = choose_target(s, device);
-      if (!t.target || !ineligibility(s, *t.target, problem).empty()) {
-        continue;
+    // schedule -> sum of log(median ms) and the workloads it ran (eligible for all)
+    std::map<std::string, std::pair<double, std::size_t>> logs;
+    for (const BenchWorkload* w : workloads) {
+      Workload wl = make_workload(*w, pool, 1, rng);
+      const ProblemShape problem = problem_of(*w, wl);
+      for (const Schedule& s : shipped_schedules()) {
+        const TargetChoice t = choose_target(s, device);
+        if (!t.target || !ineligibility(s, *t.target, problem).empty()) {
+          continue;
+        }
+        PrefillOptions options;
+        options.schedule = s.name;
+        const Timing timing = time_calls(wl, warmup, iters, options);
+        out << fmt::format("{:<10} {:<20} {:<18} {:8.3f} ms\n", to_string(c), w->name, s.name, timing.median_ms);
+        report.push_back({{"class", to_string(c)}, {"workload", w->name}, {"schedule", s.name},
+                          {"median_ms", timing.median_ms}});
+        logs[s.name].first += std::log(timing.median_ms);
+        logs[s.name].second += 1;
       }
-      PrefillOptions options;
-      options.schedule = s.name;
-      const Timing timing = time_calls(wl, warmup, iters, options);
-      out << fmt::format("{:<10} {:<20} {:<18} {:8.3f} ms\n", to_string(c), w->name, s.name, timing.median_ms);
-      report.push_back({{"class", to_string(c)}, {"workload", w->name}, {"schedule", s.name},
-                        {"median_ms", timing.median_ms}});
-      if (best.empty() || timing.median_ms < best_ms) {
-        best = s.name;
-        best_ms = timing.median_ms;
+    }
+    std::string best;
+    double best_geomean = 0.0;
+    for (const auto& [name, sum] : logs) {
+      if (sum.second != workloads.size()) {
+        continue; // not eligible for every workload of the class
+      }
+      const double geomean = std::exp(sum.first / static_cast<double>(sum.second));
+      out << fmt::format("{:<10} geometric mean over {} workload(s) {:<18} {:8.3f} ms\n", to_string(c),
+                         workloads.size(), name, geomean);
+      if (best.empty() || geomean < best_geomean) {
+        best = name;
+        best_geomean = geomean;
       }
     }
     if (!best.empty()) {

@@ -36,8 +36,10 @@
 // an m64n144k16 [S | O^T], or into a separate one) made ptxas serialize every
 // wgmma (C7511, "insufficient register resources for the wgmma pipeline").
 //   release: arrive on the slot's `empty` barrier
-//   store:   O (bf16) through the warp's 16 columns of the SMEM output tile,
-//            16-byte stores of the valid rows by the warp itself
+//   store:   O (bf16) through the warp's 16 columns of the SMEM output tile
+//            (transposing stmatrix), 16-byte stores of the valid rows by the
+//            warp itself; chunk c's output is stored while chunk c + 1's
+//            projections run (off the serial chain), the last one after the loop
 // When the prepare kernel runs beside this one (schedule `prepare_overlap`),
 // the producer waits for each record's ready flag before copying it
 // (common/ready_flags); otherwise the flags are absent and it never waits.
