@@ -26,18 +26,14 @@ struct PaddedRows {
 // (the 128-byte swizzle). A warp's 4-byte accesses along a row, 8 rows x 16
 // bytes of one column block (ldmatrix, mma fragments) and 16-byte row
 // segments (cp.async: each global 128-byte line lands on one 128-byte-aligned
-// SMEM line) all hit 32 distinct banks, where padded rows split 7 of 8 lines
-// of a cp.async over two SMEM lines. Tiles start on 128-byte boundaries.
+// SMEM line) all hit 32 distinct banks without the padding's 16 bytes per row.
+// Tiles start on 128-byte boundaries.
 struct SwizzledRows {
   static constexpr int pitch = kda_plan::HEAD_DIM;
   __device__ __forceinline__ static int at(int row, int col) {
     return row * (2 * kda_plan::HEAD_DIM) + ((((col >> 3) ^ row) & 7) << 4) + ((col >> 6) << 7) + ((col & 7) << 1);
   }
 };
-
-__device__ __forceinline__ u32 load_u32(const u8* base, int offset_bytes) {
-  return *reinterpret_cast<const u32*>(base + offset_bytes);
-}
 
 // The A fragment (m16n8k16) of rows 0-15, columns k0 .. k0 + 15 of a tile:
 // matrix j = lane / 8 is rows 8 (j % 2) .., columns k0 + 8 (j / 2) ..
