@@ -35,20 +35,40 @@ struct SwizzledRows {
   }
 };
 
-// The A fragment (m16n8k16) of rows 0-15, columns k0 .. k0 + 15 of a tile:
-// matrix j = lane / 8 is rows 8 (j % 2) .., columns k0 + 8 (j / 2) ..
+// This lane's ldmatrix.x4 row addresses (shared space) in a 16-row block of
+// a tile (layout Rows) for the four 16-column steps j of a 64-column half:
+// the A fragment (m16n8k16) of columns 16 j .. 16 j + 15 (matrix m = lane / 8
+// is rows 8 (m % 2) .., columns 16 j + 8 (m / 2) ..) or the B fragments of a
+// K-major tile (rows 8 (m / 2) .., columns 16 j + 8 (m % 2) ..: b[0], b[1]
+// for rows 0-7, b[2], b[3] for rows 8-15). The other half of the row lies
+// HALF_STEP bytes on, another tile of the same layout a constant distance
+// away: computed once, each ldmatrix of a product is one register plus an
+// immediate (the swizzle's XOR defeats the compiler's own strength reduction).
 template <class Rows>
-__device__ __forceinline__ void ldmatrix_a_16x16(const u8* x, int k0, u32 (&a)[4]) {
-  const int lane = threadIdx.x & 31;
-  ldmatrix_x4(a, x + Rows::at(8 * ((lane >> 3) & 1) + (lane & 7), k0 + 8 * (lane >> 4)));
-}
+struct LdmatrixRows {
+  static constexpr int HALF_STEP = 128; // Rows::at(r, c + 64) - Rows::at(r, c), both layouts
+  u32 at[4];
+  __device__ __forceinline__ LdmatrixRows(const u8* block, bool b_fragment) {
+    static_assert(Rows::pitch * 2 >= 256, "rows of at least 128 columns");
+    const int lane = threadIdx.x & 31;
+    const int row = b_fragment ? 8 * (lane >> 4) + (lane & 7) : 8 * ((lane >> 3) & 1) + (lane & 7);
+    const int col = b_fragment ? 8 * ((lane >> 3) & 1) : 8 * (lane >> 4);
+    const u32 base = smem_address(block);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      at[j] = base + static_cast<u32>(Rows::at(row, col + 16 * j));
+    }
+  }
+  // K step ks (columns 16 ks .. 16 ks + 15) of this tile, or of one `delta` bytes away
+  __device__ __forceinline__ u32 step(int ks, int delta = 0) const {
+    return at[ks & 3] + static_cast<u32>(HALF_STEP * (ks >> 2) + delta);
+  }
+};
 
-// The B fragments (m16n8k16) of rows 0-15 (N), columns k0 .. k0 + 15 (K) of a
-// K-major tile: b[0], b[1] for rows 0-7, b[2], b[3] for rows 8-15.
-template <class Rows>
-__device__ __forceinline__ void ldmatrix_b_16x16(const u8* x, int k0, u32 (&b)[4]) {
-  const int lane = threadIdx.x & 31;
-  ldmatrix_x4(b, x + Rows::at(8 * (lane >> 4) + (lane & 7), k0 + 8 * ((lane >> 3) & 1)));
+__device__ __forceinline__ void ldmatrix_x4_shared(u32 (&r)[4], u32 address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
 }
 
 // 16x16 product X Ki^T over K = HEAD_DIM by one warp from split operands
@@ -57,22 +77,27 @@ __device__ __forceinline__ void ldmatrix_b_16x16(const u8* x, int k0, u32 (&b)[4
 template <class Rows, bool X_SPLIT>
 __device__ __forceinline__ void warp_product_16x16(const u8* x_hi, const u8* x_lo, const u8* k_hi, const u8* k_lo,
                                                    float (&acc)[2][4]) {
+  static_assert(kda_plan::HEAD_DIM == 128, "two 64-column halves");
   for (int nj = 0; nj < 2; ++nj) {
     for (int e = 0; e < 4; ++e) {
       acc[nj][e] = 0.0f;
     }
   }
+  const LdmatrixRows<Rows> a_rows(x_hi, false);
+  const LdmatrixRows<Rows> b_rows(k_hi, true);
+  const int x_lo_delta = X_SPLIT ? static_cast<int>(x_lo - x_hi) : 0;
+  const int k_lo_delta = static_cast<int>(k_lo - k_hi);
 #pragma unroll
   for (int ks = 0; ks < kda_plan::HEAD_DIM / 16; ++ks) {
     u32 a_hi[4];
     u32 b_hi[4];
     u32 b_lo[4];
-    ldmatrix_a_16x16<Rows>(x_hi, 16 * ks, a_hi);
-    ldmatrix_b_16x16<Rows>(k_hi, 16 * ks, b_hi);
-    ldmatrix_b_16x16<Rows>(k_lo, 16 * ks, b_lo);
+    ldmatrix_x4_shared(a_hi, a_rows.step(ks));
+    ldmatrix_x4_shared(b_hi, b_rows.step(ks));
+    ldmatrix_x4_shared(b_lo, b_rows.step(ks, k_lo_delta));
     if constexpr (X_SPLIT) {
       u32 a_lo[4];
-      ldmatrix_a_16x16<Rows>(x_lo, 16 * ks, a_lo);
+      ldmatrix_x4_shared(a_lo, a_rows.step(ks, x_lo_delta));
 #pragma unroll
       for (int nj = 0; nj < 2; ++nj) {
         mma_bf16_16816(acc[nj], a_lo, b_hi[2 * nj], b_hi[2 * nj + 1]);
@@ -105,10 +130,11 @@ __device__ __forceinline__ void warp_row_rnorms(const u8* x, float* rnorm) {
       acc[nt][e] = 0.0f;
     }
   }
+  const LdmatrixRows<Rows> rows(x, false);
 #pragma unroll
   for (int ks = 0; ks < kda_plan::HEAD_DIM / 16; ++ks) {
     u32 a[4];
-    ldmatrix_a_16x16<Rows>(x, 16 * ks, a);
+    ldmatrix_x4_shared(a, rows.step(ks));
     mma_bf16_16816(acc[0], a, a[0], a[2]);
     mma_bf16_16816(acc[1], a, a[1], a[3]);
   }
@@ -206,20 +232,15 @@ __device__ __forceinline__ u8* prepare_buffer(u8* smem, int stage, int offset, i
   return smem + (staged ? stage * kda_plan::prepare::STAGE_BYTES : 0) + offset;
 }
 
-// The q, k, g rows of chunk `c` into the raw tiles (layout Rows) of ring slot
-// `stage` with 16-byte cp.async (rows past the sequence end zero-filled); one
-// commit group.
+// The rows of one [tokens, H, HEAD_DIM] bf16 input (x = p.q, p.k or p.g) of
+// chunk `c` into a raw tile (layout Rows) with 16-byte cp.async, rows past the
+// sequence end zero-filled; no commit.
 template <class Rows>
-__device__ __forceinline__ void load_chunk_rows(const kda_plan::KdaParams& p, const PrepareChunk& c, int h, u8* smem,
-                                                int stage) {
+__device__ __forceinline__ void load_chunk_tile(const kda_plan::KdaParams& p, const PrepareChunk& c, int h,
+                                                const void* x, u8* tile) {
   namespace P = kda_plan::prepare;
   constexpr int C = kda_plan::CHUNK_SIZE;
   constexpr int D = kda_plan::HEAD_DIM;
-  static_assert(P::Q_RAW_PITCH == Rows::pitch && P::K_RAW_PITCH == Rows::pitch && P::G_RAW_PITCH == Rows::pitch,
-                "the raw tiles' pitch is the layout's");
-  u8* q_raw = prepare_buffer(smem, stage, P::Q_RAW_OFFSET, P::Q_RAW_STAGED);
-  u8* k_raw = prepare_buffer(smem, stage, P::K_RAW_OFFSET, P::K_RAW_STAGED);
-  u8* g_raw = prepare_buffer(smem, stage, P::G_RAW_OFFSET, P::G_RAW_STAGED);
   const i64 token_pitch = static_cast<i64>(p.heads) * D;
   const i64 row_bytes = token_pitch * 2;
   const i64 first = ((c.seq.start + c.row0) * token_pitch + static_cast<i64>(h) * D) * 2;
@@ -230,11 +251,22 @@ __device__ __forceinline__ void load_chunk_rows(const kda_plan::KdaParams& p, co
     const int r = threadIdx.x / parts + pass * (P::THREADS / parts);
     const bool ok = r < c.valid;
     const i64 at = ok ? first + r * row_bytes + 16 * part : 0;
-    const int to = Rows::at(r, 8 * part);
-    cp_async_16(q_raw + to, reinterpret_cast<const u8*>(p.q) + at, ok);
-    cp_async_16(k_raw + to, reinterpret_cast<const u8*>(p.k) + at, ok);
-    cp_async_16(g_raw + to, reinterpret_cast<const u8*>(p.g) + at, ok);
+    cp_async_16(tile + Rows::at(r, 8 * part), reinterpret_cast<const u8*>(x) + at, ok);
   }
+}
+
+// The q, k, g rows of chunk `c` into the raw tiles (layout Rows) of ring slot
+// `stage` with 16-byte cp.async (rows past the sequence end zero-filled); one
+// commit group.
+template <class Rows>
+__device__ __forceinline__ void load_chunk_rows(const kda_plan::KdaParams& p, const PrepareChunk& c, int h, u8* smem,
+                                                int stage) {
+  namespace P = kda_plan::prepare;
+  static_assert(P::Q_RAW_PITCH == Rows::pitch && P::K_RAW_PITCH == Rows::pitch && P::G_RAW_PITCH == Rows::pitch,
+                "the raw tiles' pitch is the layout's");
+  load_chunk_tile<Rows>(p, c, h, p.q, prepare_buffer(smem, stage, P::Q_RAW_OFFSET, P::Q_RAW_STAGED));
+  load_chunk_tile<Rows>(p, c, h, p.k, prepare_buffer(smem, stage, P::K_RAW_OFFSET, P::K_RAW_STAGED));
+  load_chunk_tile<Rows>(p, c, h, p.g, prepare_buffer(smem, stage, P::G_RAW_OFFSET, P::G_RAW_STAGED));
 }
 
 } // namespace frag

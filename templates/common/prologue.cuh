@@ -84,13 +84,6 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const u32 (&a)[4],
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// fp32 to tf32 (round to nearest, ties away: cvt.rna), as the b32 operand bits.
-__device__ __forceinline__ u32 tf32_bits(float x) {
-  u32 r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-  return r;
-}
-
 // D = A * B + D for one m16n8k8 tile, tf32 inputs, fp32 accumulators (PTX ISA,
 // "Matrix Fragments for mma.m16n8k8" .tf32: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4),
 // a3 (g + 8, t + 4); b0 (k = t, n = g), b1 (k = t + 4, n = g); d as for m16n8k16).

@@ -6,25 +6,29 @@
 // 8 warps; in gather and center thread (group, pair) =
 // (threadIdx.x / 64, threadIdx.x % 64) owns key columns 2 pair, 2 pair + 1 of
 // rows 8 group .. 8 group + 7 (4-byte bf16-pair accesses; a warp covers a row).
-//   load:    q, k, g rows with 16-byte cp.async (common/prepare_ops)
+//   load:    g rows, then q and k rows, with 16-byte cp.async in two commit
+//            groups (common/prepare_ops); warp 0 the betas meanwhile
+//   gather:  the gates of a thread's elements as s = sigmoid(.) (the gate in
+//            log2 is gate_scale s, the factor applied in center's FFMAs) and
+//            their prefix S over its rows; each row group's sum to SMEM
+//            (gsum); after the barrier every thread adds the group sums in one
+//            order (never contracted), so all agree on G_tot bit for bit;
+//            this runs while the q and k rows are still arriving
 //   norm:    warps 0..3: diag(X X^T) of q rows 0-15, 16-31, k rows 0-15, 16-31
-//   gather:  the gates of a thread's elements and their prefix over its rows;
-//            each row group's sum to SMEM (gsum); after the barrier every
-//            thread adds the group sums in one order (never contracted), so
-//            all agree on G_tot bit for bit
 //   center:  Kda = k^ 2^(G - C_a) (bf16), Qda = scale q^ 2^(G - C_a) and
 //            Ki = k^ 2^(C_a - G) as split operands hi + lo (bf16 each),
 //            Kr = k^ 2^(G_tot - G) = Ki 2^(G_tot - C_a) from Ki in fp32;
 //            gamma = 2^G_tot
 //   mqk:     warps 0-2: the blocks (0,0), (1,0), (1,1) of Kda Ki^T (hi*hi +
 //            hi*lo), warps 3-5 the same blocks of Qda Ki^T (hi*hi + hi*lo +
-//            lo*hi), 16 x 16 x 128 each (ldmatrix fragments); then all warps
-//            write the record's Kd = Kda 2^C_a and Qd = Qda 2^C_a (restored
-//            from the hi tiles) as core matrices
-//   inverse: L = diag(beta) strict-lower(.) and Mqk = lower-incl(.) to SMEM;
-//            warp 0: T11, T22 by forward substitution in fp32 (lanes 0-15 and
+//            lo*hi), 16 x 16 x 128 each (ldmatrix fragments); then
+//            L = diag(beta) strict-lower(.) over Ki and Mqk = lower-incl(.)
+//            over Qda_lo
+//   inverse: warp 0: T11, T22 by forward substitution in fp32 (lanes 0-15 and
 //            16-31 at once), then X = L21 T11, T21 = -T22 X (blocked 16 -> 32)
-//            by split-tf32 mma.sync (near fp32)
+//            by split-tf32 mma.sync (near fp32), writing T^T (bf16) itself;
+//            meanwhile warps 1-7 write the record's Kd = Kda 2^C_a and
+//            Qd = Qda 2^C_a (restored from the bf16 tiles) as core matrices
 //   fold:    UPD = [Kr^T T; Mqk T] (N HEAD_DIM + C, K C) by mma.sync: warp w
 //            the keys 16 w .. 16 w + 15 (Kr^T by ldmatrix.trans from the row
 //            tile), warps 0-1 the C output rows; stored as core matrices
@@ -54,13 +58,19 @@ __device__ __forceinline__ u32 split_lo(const float (&x)[2], u32 hi) {
                      x[1] - bf16_bits_to_float(static_cast<u16>(hi >> 16)));
 }
 
-// The anchored gate a2 = gate_scale sigmoid(a (g + bias)) (log2) of one
-// element as gate_scale / (1 + 2^(g slope + offset)), slope = -a log2 e and
-// offset = slope bias per key column: one FFMA and two MUFU operations,
-// computed for every row (the caller zeroes rows past the end by a select).
+// x = hi + lo as two tf32 operands, both by truncation (the low 13 bits
+// cleared: valid tf32 encodings, one LOP3 each instead of cvt.rna's
+// sequence): hi holds x to 2^-10, lo the rest to 2^-10 of itself, so hi + lo
+// is x to about 2^-20 (relative).
+__device__ __forceinline__ void split_tf32(float x, u32& hi, u32& lo) {
+  constexpr u32 tf32_mask = 0xffffe000u;
+  hi = __float_as_uint(x) & tf32_mask;
+  lo = __float_as_uint(x - __uint_as_float(hi)) & tf32_mask;
+}
+
 // The 16 x 8 product of a 16 x 16 fp32 block (rows at `a`, A_PITCH elements
 // apart) and the 16 x 8 fp32 block at `b` (B_PITCH) by one warp: two K steps of
-// m16n8k8 tf32 MMAs on split operands x = tf32(x) + tf32(x - tf32(x)) (hi*hi +
+// m16n8k8 tf32 MMAs on split operands x = hi + lo (split_tf32; hi*hi +
 // hi*lo + lo*hi, error near fp32's). d in the m16n8 accumulator layout.
 template <int A_PITCH, int B_PITCH>
 __device__ __forceinline__ void warp_product_16x16x8_split_tf32(const float* a, const float* b, float (&d)[4]) {
@@ -79,13 +89,11 @@ __device__ __forceinline__ void warp_product_16x16x8_split_tf32(const float* a, 
     u32 b_lo[2];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      a_hi[e] = tf32_bits(av[e]);
-      a_lo[e] = tf32_bits(av[e] - __uint_as_float(a_hi[e]));
+      split_tf32(av[e], a_hi[e], a_lo[e]);
     }
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      b_hi[e] = tf32_bits(bv[e]);
-      b_lo[e] = tf32_bits(bv[e] - __uint_as_float(b_hi[e]));
+      split_tf32(bv[e], b_hi[e], b_lo[e]);
     }
     mma_tf32_1688(d, a_lo, b_hi[0], b_hi[1]);
     mma_tf32_1688(d, a_hi, b_lo[0], b_lo[1]);
@@ -93,8 +101,37 @@ __device__ __forceinline__ void warp_product_16x16x8_split_tf32(const float* a, 
   }
 }
 
-__device__ __forceinline__ float anchored_gate(float gate_scale, float g, float slope, float offset) {
-  return __fmul_rn(gate_scale, fast_rcp(1.0f + fast_exp2(fmaf(g, slope, offset))));
+// The gate of one element without its factor gate_scale: the anchored gate
+// (log2) is a2 = gate_scale sigmoid(a (g + bias)) = gate_scale s with
+// s = 1 / (1 + 2^(g slope + offset)), slope = -a log2 e and offset = slope bias
+// per key column: one FFMA and two MUFU operations. Prefix sums are kept in
+// s; center applies gate_scale inside the FFMAs that form its exponents.
+__device__ __forceinline__ float gate_sigmoid(float g, float slope, float offset) {
+  return fast_rcp(1.0f + fast_exp2(fmaf(g, slope, offset)));
+}
+
+// The prefix sums S of s over a thread's ROWS rows (from row r0) for its two
+// key columns, with the rows past the sequence end (r >= valid) adding 0
+// unless FULL (every row valid: no selects). Returns the group sum.
+template <bool FULL, class Rows, int ROWS>
+__device__ __forceinline__ float2 gate_prefix(const u8* g_raw, int r0, int col, int valid, float slope,
+                                              float2 offset, float2 (&S)[ROWS]) {
+  float2 prefix = make_float2(0.0f, 0.0f);
+#pragma unroll
+  for (int i = 0; i < ROWS; ++i) {
+    const int r = r0 + i;
+    const u32 gp = *reinterpret_cast<const u32*>(g_raw + Rows::at(r, col));
+    float s0 = gate_sigmoid(bf16_bits_to_float(static_cast<u16>(gp & 0xffffu)), slope, offset.x);
+    float s1 = gate_sigmoid(bf16_bits_to_float(static_cast<u16>(gp >> 16)), slope, offset.y);
+    if (!FULL) {
+      s0 = r < valid ? s0 : 0.0f;
+      s1 = r < valid ? s1 : 0.0f;
+    }
+    prefix.x = __fadd_rn(prefix.x, s0);
+    prefix.y = __fadd_rn(prefix.y, s1);
+    S[i] = prefix;
+  }
+  return prefix;
 }
 
 __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
@@ -136,71 +173,69 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   if (!c.exists) {
     return;
   }
-  load_chunk_rows<Rows>(p, c, h, smem, 0);
+  const u8* q_raw = smem + P::Q_RAW_OFFSET;
+  const u8* k_raw = smem + P::K_RAW_OFFSET;
+  const u8* g_raw = smem + P::G_RAW_OFFSET;
+  // the g rows first (one commit group): gather runs while q and k arrive
+  load_chunk_tile<Rows>(p, c, h, p.g, smem + P::G_RAW_OFFSET);
+  cp_async_commit();
+  load_chunk_tile<Rows>(p, c, h, p.q, smem + P::Q_RAW_OFFSET);
+  load_chunk_tile<Rows>(p, c, h, p.k, smem + P::K_RAW_OFFSET);
   cp_async_commit();
   const float slope = -1.4426950408889634f * __expf(p.a_log[h]); // -a log2 e
   const float2 bias = *reinterpret_cast<const float2*>(p.dt_bias + h * D + col);
   const float2 offset = make_float2(slope * bias.x, slope * bias.y);
   const float anchor = static_cast<float>(kda_plan::ANCHOR_ROWS) * p.gate_scale; // C_a (log2)
   u8* record = p.workspace + (c.chunk * p.heads + h) * static_cast<i64>(kda_plan::WS_RECORD_BYTES);
-  const u8* q_raw = smem + P::Q_RAW_OFFSET;
-  const u8* k_raw = smem + P::K_RAW_OFFSET;
-  const u8* g_raw = smem + P::G_RAW_OFFSET;
-  cp_async_wait<0>();
-  __syncthreads();
-
-  // norm
-  float* rnorm = reinterpret_cast<float*>(smem + P::RNORM_OFFSET); // [2][C]
-  if (warp < 4) {
-    const int rows = HALF * (warp & 1);
-    warp_row_rnorms<Rows>((warp < 2 ? q_raw : k_raw) + Rows::at(rows, 0), rnorm + C * (warp >> 1) + rows);
-  }
-  float* beta = reinterpret_cast<float*>(smem + P::BETA_OFFSET);
+  float* const beta = reinterpret_cast<float*>(smem + P::BETA_OFFSET);
   if (threadIdx.x < C) {
     const float b = chunk_row_beta(p, c, h, threadIdx.x);
     beta[threadIdx.x] = b;
     reinterpret_cast<float*>(record + kda_plan::WS_BETA_OFFSET)[threadIdx.x] = b;
   }
+  cp_async_wait<1>();
+  __syncthreads(); // the g rows
 
-  // gather: the gates of this thread's 8 rows x 2 columns, their prefix, and
-  // each row group's gate sum to `gsum` (q and k are read again in center,
-  // from the bytes this thread then overwrites: 4 CTAs per SM)
+  // gather: the gates of this thread's 8 rows x 2 columns (as s, without
+  // gate_scale), their prefix, and each row group's sum to `gsum` (q and k
+  // are read again in center, from the bytes this thread then overwrites:
+  // 4 CTAs per SM); the rows of a full chunk need no selects
   float* const gsum = reinterpret_cast<float*>(smem + P::GSUM_OFFSET); // [C / ROWS][D]
-  float2 G[ROWS];
-  {
-    float2 prefix = make_float2(0.0f, 0.0f);
-#pragma unroll
-    for (int i = 0; i < ROWS; ++i) {
-      const int r = r0 + i;
-      const u32 gp = *reinterpret_cast<const u32*>(g_raw + Rows::at(r, col));
-      const bool ok = r < c.valid;
-      const float a0 = anchored_gate(p.gate_scale, bf16_bits_to_float(static_cast<u16>(gp & 0xffffu)), slope, offset.x);
-      const float a1 = anchored_gate(p.gate_scale, bf16_bits_to_float(static_cast<u16>(gp >> 16)), slope, offset.y);
-      prefix.x = __fadd_rn(prefix.x, ok ? a0 : 0.0f);
-      prefix.y = __fadd_rn(prefix.y, ok ? a1 : 0.0f);
-      G[i] = prefix;
-    }
-    *reinterpret_cast<float2*>(gsum + group * D + col) = prefix;
-  }
-  __syncthreads(); // rnorm, beta, gsum
+  float2 S[ROWS];
+  *reinterpret_cast<float2*>(gsum + group * D + col) =
+      c.valid >= C ? gate_prefix<true, Rows>(g_raw, r0, col, c.valid, slope, offset, S)
+                   : gate_prefix<false, Rows>(g_raw, r0, col, c.valid, slope, offset, S);
+  cp_async_wait<0>();
+  __syncthreads(); // the q and k rows, gsum
 
-  // G before this group's first row and G_tot: the group sums added in one
-  // order by every thread (never contracted), so all groups agree bit for bit
+  // norm: warps 0-3 (the rest go on to the group sums)
+  float* const rnorm = reinterpret_cast<float*>(smem + P::RNORM_OFFSET); // [2][C]
+  if (warp < 4) {
+    const int rows = HALF * (warp & 1);
+    warp_row_rnorms<Rows>((warp < 2 ? q_raw : k_raw) + Rows::at(rows, 0), rnorm + C * (warp >> 1) + rows);
+  }
+
+  // S before this group's first row and S_tot (G = gate_scale S): the group
+  // sums added in one order by every thread (never contracted), so all
+  // groups agree bit for bit
+  const float gs = p.gate_scale;
   float2 base = make_float2(0.0f, 0.0f);
-  float2 g_total = make_float2(0.0f, 0.0f);
+  float2 s_total = make_float2(0.0f, 0.0f);
 #pragma unroll
   for (int q4 = 0; q4 < C / ROWS; ++q4) {
     if (q4 == group) {
-      base = g_total;
+      base = s_total;
     }
     const float2 part = *reinterpret_cast<const float2*>(gsum + q4 * D + col);
-    g_total.x = __fadd_rn(g_total.x, part.x);
-    g_total.y = __fadd_rn(g_total.y, part.y);
+    s_total.x = __fadd_rn(s_total.x, part.x);
+    s_total.y = __fadd_rn(s_total.y, part.y);
   }
-  if (group == 0) {
+  if (group == 0) { // gamma = 2^G_tot
     *reinterpret_cast<float2*>(record + kda_plan::WS_GAMMA_OFFSET + 4 * col) =
-        make_float2(fast_exp2(g_total.x), fast_exp2(g_total.y));
+        make_float2(fast_exp2(gs * s_total.x), fast_exp2(gs * s_total.y));
   }
+
+  __syncthreads(); // rnorm
 
   // center: each thread reads its own q, k elements, then writes the operands
   // over them (ki over q_raw, kda over k_raw, qda over g_raw: same elements,
@@ -211,8 +246,8 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   u8* const qda_lo_s = smem + P::QDA_LO_OFFSET;
   u8* const ki_lo_s = smem + P::KI_LO_OFFSET;
   u8* const kr_s = smem + P::KR_OFFSET; // Kr = k^ 2^(G_tot - G) = Ki 2^(G_tot - C_a), from Ki in fp32
-  const float kr_scale0 = fast_exp2(g_total.x - anchor);
-  const float kr_scale1 = fast_exp2(g_total.y - anchor);
+  const float kr_scale0 = fast_exp2(fmaf(gs, s_total.x, -anchor)); // 2^(G_tot - C_a)
+  const float kr_scale1 = fast_exp2(fmaf(gs, s_total.y, -anchor));
   float4 qn4; // this thread's row norms by 16-byte loads, 4 rows at a time (registers)
   float4 kn4;
 #pragma unroll
@@ -232,13 +267,13 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
     float ki_f[2];
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      const float Gr = (e == 0 ? base.x + G[i].x : base.y + G[i].y);
+      const float Sr = (e == 0 ? base.x + S[i].x : base.y + S[i].y); // G = gate_scale Sr
       const float kn = bf16_bits_to_float(static_cast<u16>(kp >> (16 * e))) * kscale;
       const float qn = bf16_bits_to_float(static_cast<u16>(qp >> (16 * e))) * qscale;
-      const float down = fast_exp2(Gr - anchor);
+      const float down = fast_exp2(fmaf(gs, Sr, -anchor)); // 2^(G - C_a)
       kda_f[e] = kn * down;
       qda_f[e] = qn * down;
-      ki_f[e] = kn * fast_exp2(anchor - Gr);
+      ki_f[e] = kn * fast_exp2(fmaf(-gs, Sr, anchor)); // 2^(C_a - G)
     }
     const u32 kda = pack_bf16x2(kda_f[0], kda_f[1]);
     const u32 qda = pack_bf16x2(qda_f[0], qda_f[1]);
@@ -252,8 +287,8 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   }
   __syncthreads();
 
-  // mqk: warps 0-5 the six 16 x 16 blocks; then every thread restores 4 of
-  // the record's 1,024 16-byte Kd and Qd parts (warps 6-7 at once)
+  // mqk: warps 0-5 the six 16 x 16 blocks (warps 6-7 wait: the restore
+  // below fills warp 0's inverse instead)
   const int block = warp % 3;
   const int ib = block == 0 ? 0 : 1;
   const int jb = block == 2 ? 1 : 0;
@@ -267,27 +302,9 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
       warp_product_16x16<Rows, true>(qda_s + a_rows, qda_lo_s + a_rows, ki_s + b_rows, ki_lo_s + b_rows, prod);
     }
   }
-  {
-    constexpr int parts = 2 * D / 16;
-    constexpr int rows_per_pass = P::THREADS / parts;
-    static_assert(P::THREADS % parts == 0 && C % rows_per_pass == 0, "whole rows per pass");
-    const float restore = fast_exp2(anchor);
-    const int part = threadIdx.x % parts;
-    const int w0 = threadIdx.x / parts;
-#pragma unroll
-    for (int tile = 0; tile < 2; ++tile) {
-#pragma unroll
-      for (int pass = 0; pass < C / rows_per_pass; ++pass) {
-        const int r = w0 + pass * rows_per_pass;
-        const u8* src = (tile == 0 ? kda_s : qda_s) + Rows::at(r, 8 * part);
-        const int at = tile == 0 ? record_kd_part(r, part) : record_qd_part(r, part);
-        *reinterpret_cast<uint4*>(record + at) = restore_anchor_x8(*reinterpret_cast<const uint4*>(src), restore);
-      }
-    }
-  }
-  __syncthreads(); // the operand tiles are dead from here
+  __syncthreads(); // ki, ki_lo and qda_lo are dead from here; kda and qda live on for the restore
 
-  // inverse: L and Mqk blocks to SMEM
+  // L and Mqk blocks to SMEM (L over ki, Mqk over qda_lo)
   float* const lmat = reinterpret_cast<float*>(smem + P::LMAT_OFFSET); // [C][LMAT_PITCH]
   u8* const mqk_s = smem + P::MQK_OFFSET;                               // bf16 [C][MQK_PITCH]
   if (warp < 6) {
@@ -313,13 +330,13 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   }
   __syncthreads();
 
-  float* const tmat = reinterpret_cast<float*>(smem + P::TMAT_OFFSET); // [C][TMAT_PITCH], fp32 T
-  u8* const tt = smem + P::TT_OFFSET;                                   // bf16 T^T [C][TT_PITCH]
-  // warp 0: T11 and T22 by forward substitution (lanes 0-15 and 16-31), then
-  // the off-diagonal block by split-tf32 mma.sync in two 8-column slabs, each
-  // slab only the warp's own: X = L21 T11 into the zero upper-right block as
-  // scratch, then T21 = -T22 X (no CTA barrier between the steps)
+  // inverse: warp 0 inverts I + L and writes T^T (bf16) itself; warps 1-7
+  // meanwhile restore the record's Kd and Qd from the anchored tiles
+  u8* const tt = smem + P::TT_OFFSET; // bf16 T^T [C][TT_PITCH]
   if (warp == 0) {
+    // T11 and T22 by forward substitution (lanes 0-15 and 16-31): lane (blk,
+    // j) holds column j of its block, i.e. row d0 + j of T^T
+    float* const tmat = reinterpret_cast<float*>(smem + P::TMAT_OFFSET); // [C][TMAT_PITCH], fp32 T
     const int j = lane & 15;
     const int blk = lane >> 4; // 0: T11, 1: T22
     const int d0 = HALF * blk;
@@ -329,7 +346,26 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
     for (int i = 0; i < HALF; ++i) {
       tmat[(d0 + i) * P::TMAT_PITCH + d0 + j] = tcol[i];
     }
+    {
+      u32 packed[HALF / 2];
+#pragma unroll
+      for (int e = 0; e < HALF / 2; ++e) {
+        packed[e] = pack_bf16x2(tcol[2 * e], tcol[2 * e + 1]);
+      }
+      uint4* const row = reinterpret_cast<uint4*>(tt + 2 * ((d0 + j) * P::TT_PITCH + d0));
+      row[0] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+      row[1] = make_uint4(packed[4], packed[5], packed[6], packed[7]);
+      if (blk == 1) { // T^T rows 16-31, columns 0-15: the zero block T12^T
+        uint4* const zero = reinterpret_cast<uint4*>(tt + 2 * ((d0 + j) * P::TT_PITCH));
+        zero[0] = make_uint4(0u, 0u, 0u, 0u);
+        zero[1] = make_uint4(0u, 0u, 0u, 0u);
+      }
+    }
     __syncwarp();
+    // the off-diagonal block by split-tf32 mma.sync in two 8-column slabs,
+    // each slab only the warp's own: X = L21 T11 into the zero upper-right
+    // block of T as scratch, then T21 = -T22 X straight into T^T (rows 0-15,
+    // columns 16-31)
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt) {
       float x[4];
@@ -344,29 +380,39 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
       float y[4];
       warp_product_16x16x8_split_tf32<P::TMAT_PITCH, P::TMAT_PITCH>(tmat + HALF * P::TMAT_PITCH + HALF,
                                                                    tmat + HALF + 8 * nt, y);
-      float* const out = tmat + HALF * P::TMAT_PITCH + 8 * nt + 2 * t;
-      *reinterpret_cast<float2*>(out + g * P::TMAT_PITCH) = make_float2(-y[0], -y[1]);
-      *reinterpret_cast<float2*>(out + (g + 8) * P::TMAT_PITCH) = make_float2(-y[2], -y[3]);
-    }
-  }
-  __syncthreads();
-  // T^T rows (column c of T, zero above the diagonal) as bf16: thread (c, q4)
-  // = (lane, warp) writes elements 8 q4 .. 8 q4 + 7 of row c (a warp reads 32
-  // consecutive floats of a T row per load: no bank conflicts)
-  static_assert(C == 32, "a warp per 8 columns of T^T");
-  if (threadIdx.x < C * C / 8) {
-    const int row = lane;
-    const int q4 = warp;
-    u32 packed[4];
+      // y = (T22 X)[g + 8 hf][8 nt + 2 t + e] = -T21 there = -T^T[8 nt + 2 t + e][HALF + g + 8 hf]
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int i = 8 * q4 + 2 * e;
-      const float t0 = i >= row ? tmat[i * P::TMAT_PITCH + row] : 0.0f;
-      const float t1 = i + 1 >= row ? tmat[(i + 1) * P::TMAT_PITCH + row] : 0.0f;
-      packed[e] = pack_bf16x2(t0, t1);
+      for (int hf = 0; hf < 2; ++hf) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          *reinterpret_cast<u16*>(tt + 2 * ((8 * nt + 2 * t + e) * P::TT_PITCH + HALF + g + 8 * hf)) =
+              float_to_bf16_bits(-y[2 * hf + e]);
+        }
+      }
     }
-    *reinterpret_cast<uint4*>(tt + 2 * row * P::TT_PITCH + 16 * q4) =
-        make_uint4(packed[0], packed[1], packed[2], packed[3]);
+  } else {
+    // the record's Kd = Kda 2^C_a and Qd = Qda 2^C_a: the 64 rows n of KQ
+    // (Kd rows 0-31 from kda, Qd rows 32-63 from qda, the tile after it) in
+    // 16 16-byte parts of 8 keys, over the 224 threads of warps 1-7: a
+    // thread keeps its part and takes rows n0, n0 + 14, ... (n0 < 14)
+    constexpr int parts = D / 8;
+    constexpr int workers = P::THREADS - 32;
+    constexpr int row_step = workers / parts;
+    static_assert(workers % parts == 0 && P::QDA_OFFSET == P::KDA_OFFSET + C * 2 * D,
+                  "a fixed part per thread; qda's rows follow kda's");
+    const unsigned worker = threadIdx.x - 32u;
+    const unsigned part = worker % parts;
+    const unsigned n0 = worker / parts;
+    const float restore = fast_exp2(anchor);
+#pragma unroll
+    for (int k = 0; k < (2 * C + row_step - 1) / row_step; ++k) {
+      const unsigned n = n0 + row_step * k;
+      if (n < 2 * C) {
+        const uint4 x = *reinterpret_cast<const uint4*>(kda_s + Rows::at(n, 8 * part));
+        // record_kd_part(C + r, .) is record_qd_part(r, .): KQ's N rows run on into Qd
+        *reinterpret_cast<uint4*>(record + record_kd_part(n, part)) = restore_anchor_x8(x, restore);
+      }
+    }
   }
   __syncthreads();
 
