@@ -94,6 +94,19 @@ __device__ __forceinline__ void mma_tf32_1688(float (&d)[4], const u32 (&a)[4], 
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// bar.sync on a named barrier (0 is __syncthreads): waits until `threads`
+// threads (a multiple of 32) have arrived or synced on it.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// bar.arrive: counts this warp towards the barrier without waiting; its
+// earlier SMEM writes are visible to the threads that then pass bar.sync on
+// it (producer / consumer hand-off).
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 __device__ __forceinline__ u32 smem_address(const void* p) {
   return static_cast<u32>(__cvta_generic_to_shared(p));
 }

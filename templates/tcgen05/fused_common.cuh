@@ -83,11 +83,6 @@ __device__ __forceinline__ void load_tile(u8* tile, const TensorMapBytes& map, c
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_address(bar)) : "memory");
 }
 
-// bar.sync on a named barrier (0 is __syncthreads).
-__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-
 // This thread's earlier stores to SMEM become visible to the async proxy (tensor-core operand reads).
 __device__ __forceinline__ void fence_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");

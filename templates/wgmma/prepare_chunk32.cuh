@@ -25,13 +25,17 @@
 //            L = diag(beta) strict-lower(.) over Ki and Mqk = lower-incl(.)
 //            over Qda_lo
 //   inverse: warp 0: T11, T22 by forward substitution in fp32 (lanes 0-15 and
-//            16-31 at once), then X = L21 T11, T21 = -T22 X (blocked 16 -> 32)
-//            by split-tf32 mma.sync (near fp32), writing T^T (bf16) itself;
-//            meanwhile warps 1-7 write the record's Kd = Kda 2^C_a and
-//            Qd = Qda 2^C_a (restored from the bf16 tiles) as core matrices
-//   fold:    UPD = [Kr^T T; Mqk T] (N HEAD_DIM + C, K C) by mma.sync: warp w
-//            the keys 16 w .. 16 w + 15 (Kr^T by ldmatrix.trans from the row
-//            tile), warps 0-1 the C output rows; stored as core matrices
+//            16-31 at once), writing T11^T and T22^T (bf16) and arriving on a
+//            named barrier; then X = L21 T11, T21 = -T22 X (blocked 16 -> 32)
+//            by split-tf32 mma.sync (near fp32), writing T21^T and arriving on
+//            a second one. Meanwhile warps 1-7 write the record's
+//            Kd = Kda 2^C_a and Qd = Qda 2^C_a (restored from the bf16 tiles)
+//            as core matrices
+//   fold:    warps 1-7: UPD = [Kr^T T; Mqk T] (N HEAD_DIM + C, K C) by
+//            mma.sync in 10 units of 16 rows (Kr^T by ldmatrix.trans from
+//            the row tile): the T11 and T22 blocks after the first barrier,
+//            the T21 block after the second (T12 = 0 skipped); stored as
+//            core matrices
 // The bf16 row tiles (q, k, g rows and the operands written over them, the lo
 // tiles, Kr) are SwizzledRows (common/prepare_ops): 256-byte rows, 128-byte
 // swizzle, no padding. Uses kda_plan::prepare::* and
@@ -142,6 +146,8 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   static_assert(C == 2 * HALF, "one 16 -> 32 merge");
   static_assert(kda_plan::ANCHOR_ROWS == C / 2, "C_a = (C / 2) gate_scale");
   constexpr int ROWS = 8; // rows per thread in gather and center
+  constexpr int FOLD_DIAGONAL_BARRIER = 1;     // warp 0 arrives with T11^T, T22^T; warps 1-7 sync
+  constexpr int FOLD_OFF_DIAGONAL_BARRIER = 2; // warp 0 arrives with T21^T
   static_assert(C == 32 && D == 128 && P::THREADS == 2 * D, "chunk 32: 8 warps");
   static_assert(P::THREADS == (C / ROWS) * (D / 2), "one thread per (row group of 8, column pair)");
   static_assert(P::GSUM_BYTES >= 4 * (C / ROWS) * D, "one gate sum per row group and key column");
@@ -355,12 +361,8 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
       uint4* const row = reinterpret_cast<uint4*>(tt + 2 * ((d0 + j) * P::TT_PITCH + d0));
       row[0] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
       row[1] = make_uint4(packed[4], packed[5], packed[6], packed[7]);
-      if (blk == 1) { // T^T rows 16-31, columns 0-15: the zero block T12^T
-        uint4* const zero = reinterpret_cast<uint4*>(tt + 2 * ((d0 + j) * P::TT_PITCH));
-        zero[0] = make_uint4(0u, 0u, 0u, 0u);
-        zero[1] = make_uint4(0u, 0u, 0u, 0u);
-      }
     }
+    named_barrier_arrive(FOLD_DIAGONAL_BARRIER, P::THREADS); // T11^T and T22^T are in tt
     __syncwarp();
     // the off-diagonal block by split-tf32 mma.sync in two 8-column slabs,
     // each slab only the warp's own: X = L21 T11 into the zero upper-right
@@ -390,6 +392,7 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
         }
       }
     }
+    named_barrier_arrive(FOLD_OFF_DIAGONAL_BARRIER, P::THREADS); // T21^T is in tt; warp 0 is done
   } else {
     // the record's Kd = Kda 2^C_a and Qd = Qda 2^C_a: the 64 rows n of KQ
     // (Kd rows 0-31 from kda, Qd rows 32-63 from qda, the tile after it) in
@@ -413,24 +416,26 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
         *reinterpret_cast<uint4*>(record + record_kd_part(n, part)) = restore_anchor_x8(x, restore);
       }
     }
-  }
-  __syncthreads();
 
-  // fold: UPD[n][c'] = sum_c A[n][c] T[c][c'], A = Kr^T (keys) or Mqk (output rows)
-  // B = T^T rows c' (N), chunk rows c (K): matrix j = lane / 8 is rows 8 (j / 2) .., columns 8 (j % 2) ..
-  const int b_row = 8 * (lane >> 4) + (lane & 7);
-  const int b_col = 8 * ((lane >> 3) & 1);
-  auto fold_rows = [&](int n0, const u32 (&a)[2][4]) {
-#pragma unroll
-    for (int np = 0; np < 2; ++np) {
-      float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-#pragma unroll
-      for (int kc = 0; kc < 2; ++kc) {
-        u32 b[4];
-        ldmatrix_x4(b, tt + 2 * ((HALF * np + b_row) * P::TT_PITCH + HALF * kc + b_col));
-        mma_bf16_16816(acc[0], a[kc], b[0], b[1]);
-        mma_bf16_16816(acc[1], a[kc], b[2], b[3]);
-      }
+    // fold: UPD[n][c'] = sum_c A[n][c] T[c][c'] for 10 units of 16 rows n,
+    // A = Kr^T (units 0-7: keys 16 u ..) or Mqk (units 8-9: output rows
+    // 16 (u - 8) ..); warp w takes unit w - 1, warps 1-3 also unit w + 6.
+    // B = T^T rows c' (N), chunk rows c (K) in 16 x 16 blocks (np, kc) =
+    // T[16 kc .., 16 np ..]^T: T11^T (0, 0) and T22^T (1, 1) as soon as warp 0
+    // has them, T21^T (0, 1) after its off-diagonal step; T12 = 0 (1, 0) is
+    // skipped. Matrix j = lane / 8 of a B block is rows 8 (j / 2) .., columns 8 (j % 2) ..
+    const int b_row = 8 * (lane >> 4) + (lane & 7);
+    const int b_col = 8 * ((lane >> 3) & 1);
+    const int units = warp <= 3 ? 2 : 1;
+    u32 a[2][2][4];      // [unit][kc]: A fragments
+    float part0[2][2][4]; // [unit][nt]: columns 0-15, waiting for T21
+    auto block_product = [&](const u32 (&x)[4], int np, int kc, float (&acc)[2][4]) {
+      u32 bt[4];
+      ldmatrix_x4(bt, tt + 2 * ((HALF * np + b_row) * P::TT_PITCH + HALF * kc + b_col));
+      mma_bf16_16816(acc[0], x, bt[0], bt[1]);
+      mma_bf16_16816(acc[1], x, bt[2], bt[3]);
+    };
+    auto store_columns = [&](int n0, int np, const float (&acc)[2][4]) {
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
@@ -439,29 +444,55 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
               pack_bf16x2(acc[nt][2 * hf], acc[nt][2 * hf + 1]);
         }
       }
-    }
-  };
-  {
-    // Kr^T rows n0 .. n0 + 15: matrix j = lane / 8 holds A rows 8 (j % 2) ..,
-    // columns 8 (j / 2) .. = Kr rows c, keys transposed
-    const int c_row = 8 * (lane >> 4) + (lane & 7);
-    const int key = 16 * warp + 8 * ((lane >> 3) & 1);
-    u32 a[2][4];
+    };
+    auto unit_rows = [&](int k) { return k == 0 ? warp - 1 : warp + 6; };
+    auto unit_n0 = [&](int u) { return u < 8 ? 16 * u : D + 16 * (u - 8); };
 #pragma unroll
-    for (int kc = 0; kc < 2; ++kc) {
-      ldmatrix_x4_trans(a[kc], kr_s + Rows::at(HALF * kc + c_row, key));
-    }
-    fold_rows(16 * warp, a);
-  }
-  if (warp < 2) {
-    const int a_row = 8 * ((lane >> 3) & 1) + (lane & 7);
-    const int a_col = 8 * (lane >> 4);
-    u32 a[2][4];
+    for (int k = 0; k < 2; ++k) {
+      if (k < units) {
+        const int u = unit_rows(k);
+        if (u < 8) { // Kr^T rows: matrix j holds A rows 8 (j % 2) .., columns 8 (j / 2) .. = Kr rows c, keys transposed
+          const int c_row = 8 * (lane >> 4) + (lane & 7);
+          const int key = 16 * u + 8 * ((lane >> 3) & 1);
 #pragma unroll
-    for (int kc = 0; kc < 2; ++kc) {
-      ldmatrix_x4(a[kc], mqk_s + 2 * ((16 * warp + a_row) * P::MQK_PITCH + HALF * kc + a_col));
+          for (int kc = 0; kc < 2; ++kc) {
+            ldmatrix_x4_trans(a[k][kc], kr_s + Rows::at(HALF * kc + c_row, key));
+          }
+        } else {
+          const int a_row = 8 * ((lane >> 3) & 1) + (lane & 7);
+          const int a_col = 8 * (lane >> 4);
+#pragma unroll
+          for (int kc = 0; kc < 2; ++kc) {
+            ldmatrix_x4(a[k][kc], mqk_s + 2 * ((16 * (u - 8) + a_row) * P::MQK_PITCH + HALF * kc + a_col));
+          }
+        }
+      }
     }
-    fold_rows(D + 16 * warp, a);
+    named_barrier_sync(FOLD_DIAGONAL_BARRIER, P::THREADS);
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      if (k < units) {
+        float part1[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+        block_product(a[k][1], 1, 1, part1); // columns 16-31: Kr^T[., 16..31] T22
+        store_columns(unit_n0(unit_rows(k)), 1, part1);
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            part0[k][nt][e] = 0.0f;
+          }
+        }
+        block_product(a[k][0], 0, 0, part0[k]); // columns 0-15: Kr^T[., 0..15] T11 ...
+      }
+    }
+    named_barrier_sync(FOLD_OFF_DIAGONAL_BARRIER, P::THREADS);
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      if (k < units) {
+        block_product(a[k][1], 0, 1, part0[k]); // ... + Kr^T[., 16..31] T21
+        store_columns(unit_n0(unit_rows(k)), 0, part0[k]);
+      }
+    }
   }
   publish_record_ready(p, c.chunk * p.heads + h);
 }
