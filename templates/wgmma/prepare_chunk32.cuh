@@ -26,12 +26,13 @@
 //            over Qda_lo
 //   inverse: warp 0: T11, T22 by forward substitution in fp32 (lanes 0-15 and
 //            16-31 at once), writing T11^T and T22^T (bf16) and arriving on a
-//            named barrier; then X = L21 T11, T21 = -T22 X (blocked 16 -> 32)
-//            by split-tf32 mma.sync (near fp32), writing T21^T and arriving on
-//            a second one. Meanwhile warps 1-7 write the record's
+//            named barrier; then warps 0 and 1 each an 8-column slab of
+//            X = L21 T11 and T21 = -T22 X (blocked 16 -> 32) by split-tf32
+//            mma.sync (near fp32), writing T21^T and arriving on a second
+//            one. Meanwhile warps 2-7 write the record's
 //            Kd = Kda 2^C_a and Qd = Qda 2^C_a (restored from the bf16 tiles)
 //            as core matrices
-//   fold:    warps 1-7: UPD = [Kr^T T; Mqk T] (N HEAD_DIM + C, K C) by
+//   fold:    warps 2-7: UPD = [Kr^T T; Mqk T] (N HEAD_DIM + C, K C) by
 //            mma.sync in 10 units of 16 rows (Kr^T by ldmatrix.trans from
 //            the row tile): the T11 and T22 blocks after the first barrier,
 //            the T21 block after the second (T12 = 0 skipped); stored as
@@ -146,8 +147,10 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   static_assert(C == 2 * HALF, "one 16 -> 32 merge");
   static_assert(kda_plan::ANCHOR_ROWS == C / 2, "C_a = (C / 2) gate_scale");
   constexpr int ROWS = 8; // rows per thread in gather and center
-  constexpr int FOLD_DIAGONAL_BARRIER = 1;     // warp 0 arrives with T11^T, T22^T; warps 1-7 sync
-  constexpr int FOLD_OFF_DIAGONAL_BARRIER = 2; // warp 0 arrives with T21^T
+  constexpr int FOLD_DIAGONAL_BARRIER = 1;     // warp 0 arrives with T11^T, T22^T (warp 1 at once); warps 2-7 sync
+  constexpr int FOLD_OFF_DIAGONAL_BARRIER = 2; // warps 0-1 arrive with their slabs of T21^T
+  constexpr int INVERSE_DIAGONAL_BARRIER = 3;  // warp 0 hands T11, T22 (fp32) to warp 1
+  constexpr int INVERSE_WARPS = 2;             // the inverse's off-diagonal slabs
   static_assert(C == 32 && D == 128 && P::THREADS == 2 * D, "chunk 32: 8 warps");
   static_assert(P::THREADS == (C / ROWS) * (D / 2), "one thread per (row group of 8, column pair)");
   static_assert(P::GSUM_BYTES >= 4 * (C / ROWS) * D, "one gate sum per row group and key column");
@@ -336,23 +339,23 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   }
   __syncthreads();
 
-  // inverse: warp 0 inverts I + L and writes T^T (bf16) itself; warps 1-7
+  // inverse: warps 0-1 invert I + L and write T^T (bf16) themselves; warps 2-7
   // meanwhile restore the record's Kd and Qd from the anchored tiles
   u8* const tt = smem + P::TT_OFFSET; // bf16 T^T [C][TT_PITCH]
-  if (warp == 0) {
-    // T11 and T22 by forward substitution (lanes 0-15 and 16-31): lane (blk,
-    // j) holds column j of its block, i.e. row d0 + j of T^T
+  if (warp < INVERSE_WARPS) {
     float* const tmat = reinterpret_cast<float*>(smem + P::TMAT_OFFSET); // [C][TMAT_PITCH], fp32 T
-    const int j = lane & 15;
-    const int blk = lane >> 4; // 0: T11, 1: T22
-    const int d0 = HALF * blk;
-    float tcol[HALF];
-    unit_lower_inverse_column16<P::LMAT_PITCH>(lmat + d0 * P::LMAT_PITCH + d0, j, tcol);
+    if (warp == 0) {
+      // T11 and T22 by forward substitution (lanes 0-15 and 16-31): lane
+      // (blk, j) holds column j of its block, i.e. row d0 + j of T^T
+      const int j = lane & 15;
+      const int blk = lane >> 4; // 0: T11, 1: T22
+      const int d0 = HALF * blk;
+      float tcol[HALF];
+      unit_lower_inverse_column16<P::LMAT_PITCH>(lmat + d0 * P::LMAT_PITCH + d0, j, tcol);
 #pragma unroll
-    for (int i = 0; i < HALF; ++i) {
-      tmat[(d0 + i) * P::TMAT_PITCH + d0 + j] = tcol[i];
-    }
-    {
+      for (int i = 0; i < HALF; ++i) {
+        tmat[(d0 + i) * P::TMAT_PITCH + d0 + j] = tcol[i];
+      }
       u32 packed[HALF / 2];
 #pragma unroll
       for (int e = 0; e < HALF / 2; ++e) {
@@ -361,15 +364,17 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
       uint4* const row = reinterpret_cast<uint4*>(tt + 2 * ((d0 + j) * P::TT_PITCH + d0));
       row[0] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
       row[1] = make_uint4(packed[4], packed[5], packed[6], packed[7]);
+      named_barrier_arrive(INVERSE_DIAGONAL_BARRIER, 32 * INVERSE_WARPS); // T11, T22 (fp32) for warp 1
+    } else {
+      named_barrier_sync(INVERSE_DIAGONAL_BARRIER, 32 * INVERSE_WARPS);
     }
     named_barrier_arrive(FOLD_DIAGONAL_BARRIER, P::THREADS); // T11^T and T22^T are in tt
-    __syncwarp();
-    // the off-diagonal block by split-tf32 mma.sync in two 8-column slabs,
-    // each slab only the warp's own: X = L21 T11 into the zero upper-right
-    // block of T as scratch, then T21 = -T22 X straight into T^T (rows 0-15,
-    // columns 16-31)
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt) {
+    // the off-diagonal block by split-tf32 mma.sync, warp w the 8-column slab
+    // nt = w (each slab only its warp's own): X = L21 T11 into the zero
+    // upper-right block of T as scratch, then T21 = -T22 X straight into T^T
+    // (rows 0-15, columns 16-31)
+    const int nt = warp;
+    {
       float x[4];
       warp_product_16x16x8_split_tf32<P::LMAT_PITCH, P::TMAT_PITCH>(lmat + HALF * P::LMAT_PITCH, tmat + 8 * nt, x);
       float* const out = tmat + HALF + 8 * nt + 2 * t;
@@ -377,8 +382,7 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
       *reinterpret_cast<float2*>(out + (g + 8) * P::TMAT_PITCH) = make_float2(x[2], x[3]);
     }
     __syncwarp();
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt) {
+    {
       float y[4];
       warp_product_16x16x8_split_tf32<P::TMAT_PITCH, P::TMAT_PITCH>(tmat + HALF * P::TMAT_PITCH + HALF,
                                                                    tmat + HALF + 8 * nt, y);
@@ -392,18 +396,18 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
         }
       }
     }
-    named_barrier_arrive(FOLD_OFF_DIAGONAL_BARRIER, P::THREADS); // T21^T is in tt; warp 0 is done
+    named_barrier_arrive(FOLD_OFF_DIAGONAL_BARRIER, P::THREADS); // this slab of T21^T is in tt
   } else {
     // the record's Kd = Kda 2^C_a and Qd = Qda 2^C_a: the 64 rows n of KQ
     // (Kd rows 0-31 from kda, Qd rows 32-63 from qda, the tile after it) in
-    // 16 16-byte parts of 8 keys, over the 224 threads of warps 1-7: a
-    // thread keeps its part and takes rows n0, n0 + 14, ... (n0 < 14)
+    // 16 16-byte parts of 8 keys, over the 192 threads of warps 2-7: a
+    // thread keeps its part and takes rows n0, n0 + 12, ... (n0 < 12)
     constexpr int parts = D / 8;
-    constexpr int workers = P::THREADS - 32;
+    constexpr int workers = P::THREADS - 32 * INVERSE_WARPS;
     constexpr int row_step = workers / parts;
     static_assert(workers % parts == 0 && P::QDA_OFFSET == P::KDA_OFFSET + C * 2 * D,
                   "a fixed part per thread; qda's rows follow kda's");
-    const unsigned worker = threadIdx.x - 32u;
+    const unsigned worker = threadIdx.x - 32u * INVERSE_WARPS;
     const unsigned part = worker % parts;
     const unsigned n0 = worker / parts;
     const float restore = fast_exp2(anchor);
@@ -419,14 +423,18 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
 
     // fold: UPD[n][c'] = sum_c A[n][c] T[c][c'] for 10 units of 16 rows n,
     // A = Kr^T (units 0-7: keys 16 u ..) or Mqk (units 8-9: output rows
-    // 16 (u - 8) ..); warp w takes unit w - 1, warps 1-3 also unit w + 6.
+    // 16 (u - 8) ..); fold warp f = w - 2 takes unit f, warps 2-5 also unit f + 6.
     // B = T^T rows c' (N), chunk rows c (K) in 16 x 16 blocks (np, kc) =
     // T[16 kc .., 16 np ..]^T: T11^T (0, 0) and T22^T (1, 1) as soon as warp 0
     // has them, T21^T (0, 1) after its off-diagonal step; T12 = 0 (1, 0) is
     // skipped. Matrix j = lane / 8 of a B block is rows 8 (j / 2) .., columns 8 (j % 2) ..
     const int b_row = 8 * (lane >> 4) + (lane & 7);
     const int b_col = 8 * ((lane >> 3) & 1);
-    const int units = warp <= 3 ? 2 : 1;
+    constexpr int FOLD_WARPS = 8 - INVERSE_WARPS;
+    constexpr int UNITS = D / 16 + C / 16;
+    static_assert(UNITS <= 2 * FOLD_WARPS && UNITS > FOLD_WARPS, "one or two units per fold warp");
+    const int fold_warp = warp - INVERSE_WARPS;
+    const int units = fold_warp < UNITS - FOLD_WARPS ? 2 : 1;
     u32 a[2][2][4];      // [unit][kc]: A fragments
     float part0[2][2][4]; // [unit][nt]: columns 0-15, waiting for T21
     auto block_product = [&](const u32 (&x)[4], int np, int kc, float (&acc)[2][4]) {
@@ -445,7 +453,7 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
         }
       }
     };
-    auto unit_rows = [&](int k) { return k == 0 ? warp - 1 : warp + 6; };
+    auto unit_rows = [&](int k) { return k == 0 ? fold_warp : fold_warp + FOLD_WARPS; };
     auto unit_n0 = [&](int u) { return u < 8 ? 16 * u : D + 16 * (u - 8); };
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
