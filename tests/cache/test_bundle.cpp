@@ -67,7 +67,7 @@ TEST_CASE("bundle: corrupt and truncated bundles are refused with the reason", "
   Bytes header_only(good.begin(), good.begin() + 40);
   CHECK_THROWS_WITH(Bundle::decode(header_only, "c.kdab"), Contains("truncated: the index needs"));
   Bytes flipped = good;
-  flipped[flipped.size() - 3] ^= 1; // inside the last cubin
+  flipped.at(flipped.size() - 3) ^= 1; // inside the last cubin
   const Bundle b = Bundle::decode(flipped, "d.kdab");
   CHECK_THROWS_WITH(b.cubin(b.entries().back()), Contains("does not match its SHA-256"));
   CHECK_NOTHROW(b.cubin(b.entries().front()));

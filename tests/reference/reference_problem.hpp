@@ -3,6 +3,7 @@
 /// seeded std::mt19937_64 (never all zeros) and views of them as PrefillInputs.
 #pragma once
 
+#include "reference/chunk_operands.hpp"
 #include "reference/prefill_inputs.hpp"
 #include "reference/prefill_result.hpp"
 #include "reference/sequences.hpp"
@@ -65,6 +66,17 @@ struct RmsErrors {
   double final_state = 0.0;
 };
 RmsErrors worst_relative_rms(const PrefillResult& x, const PrefillResult& ref, const std::vector<SequenceRange>& seqs);
+
+/// A chunk configuration without emulated rounding (fp64 throughout); the
+/// other fields keep ChunkConfig's defaults.
+inline ChunkConfig chunk_config(std::int64_t chunk_size, bool anchored,
+                                std::optional<InverseScheme> inverse = std::nullopt) {
+  ChunkConfig c;
+  c.chunk_size = chunk_size;
+  c.anchored = anchored;
+  c.inverse = inverse;
+  return c;
+}
 
 bool has_nan(const std::vector<double>& values);
 bool same_bits(const OwnedState& a, const OwnedState& b);

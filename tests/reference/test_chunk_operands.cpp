@@ -71,7 +71,7 @@ TEST_CASE("the anchor leaves L, Mqk, T and the restored operands unchanged", "[r
     const PrefillInputs inputs = problem.inputs();
     const HeadTokens tokens(inputs, -5.0, SequenceRange{0, 32}, 0);
     const ChunkOperands anchored = prepare_chunk(tokens, 0, 0.3, ChunkConfig::anchored_32());
-    const ChunkOperands plain = prepare_chunk(tokens, 0, 0.3, ChunkConfig{32, false, std::nullopt});
+    const ChunkOperands plain = prepare_chunk(tokens, 0, 0.3, chunk_config(32, false));
     CAPTURE(static_cast<int>(gate));
     CHECK(plain.anchor == 0.0);
     CHECK(relative_difference(anchored.l, plain.l) <= 1e-13);

@@ -111,7 +111,7 @@ TEST_CASE("chunked matches token at H = 12 with T = 257", "[reference][chunked]"
 TEST_CASE("chunked matches token for the gate without lower bound", "[reference][chunked]") {
   std::uint64_t seed = 4000;
   for (const GateDistribution gate : k_gates) {
-    for (const ChunkConfig& config : {ChunkConfig::unanchored_16(), ChunkConfig{32, false, std::nullopt}}) {
+    for (const ChunkConfig& config : {ChunkConfig::unanchored_16(), chunk_config(32, false)}) {
       const Case c{ProblemSpec{1, 0, 2, {47, 0, 64}, gate, 0}, std::nullopt, config, true, ++seed};
       INFO(describe(c));
       check_against_token(c);
@@ -122,8 +122,8 @@ TEST_CASE("chunked matches token for the gate without lower bound", "[reference]
 TEST_CASE("chunked matches token with any inverse scheme and chunk 64", "[reference][chunked]") {
   std::uint64_t seed = 5000;
   const ChunkConfig configs[] = {
-      ChunkConfig{16, false, InverseScheme::blocked}, ChunkConfig{16, true, InverseScheme::forward_substitution},
-      ChunkConfig{32, true, InverseScheme::neumann}, ChunkConfig{64, true, std::nullopt}};
+      chunk_config(16, false, InverseScheme::blocked), chunk_config(16, true, InverseScheme::forward_substitution),
+      chunk_config(32, true, InverseScheme::neumann), chunk_config(64, true)};
   for (const ChunkConfig& config : configs) {
     const Case c{ProblemSpec{1, 0, 3, {70, 129}, GateDistribution::all_plus_8, 0}, -5.0, config, true, ++seed};
     INFO(describe(c));

@@ -130,5 +130,5 @@ TEST_CASE("the anchored chunked algorithm needs a lower bound", "[reference][err
     CHECK(error.argument() == "lower_bound");
     CHECK(std::islower(static_cast<unsigned char>(std::string(error.what()).at(0))));
   }
-  CHECK_NOTHROW(run_chunked_prefill(problem.inputs(), options, ChunkConfig{32, false, std::nullopt}));
+  CHECK_NOTHROW(run_chunked_prefill(problem.inputs(), options, chunk_config(32, false)));
 }
