@@ -6,14 +6,27 @@
 
 namespace kda {
 
-ArgValues& ArgValues::set(const std::string& name, ArgValue value) {
-  m_values[name] = value;
+ArgValues& ArgValues::set(std::string_view name, ArgValue value) {
+  for (auto& [n, v] : m_values) {
+    if (n == name) {
+      v = value;
+      return *this;
+    }
+  }
+  if (m_values.empty()) {
+    m_values.reserve(40);
+  }
+  m_values.emplace_back(std::string(name), value);
   return *this;
 }
 
-const ArgValue* ArgValues::find(const std::string& name) const {
-  auto it = m_values.find(name);
-  return it == m_values.end() ? nullptr : &it->second;
+const ArgValue* ArgValues::find(std::string_view name) const {
+  for (const auto& [n, v] : m_values) {
+    if (n == name) {
+      return &v;
+    }
+  }
+  return nullptr;
 }
 
 std::vector<std::uint8_t> pack_args(const ArgAbi& abi, const ArgValues& values) {

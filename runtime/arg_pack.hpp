@@ -7,8 +7,9 @@
 
 #include <array>
 #include <cstdint>
-#include <map>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -17,13 +18,16 @@ namespace kda {
 using TensorMapValue = std::array<std::uint64_t, 16>; ///< CUtensorMap bytes
 using ArgValue = std::variant<const void*, std::int64_t, std::int32_t, float, TensorMapValue>;
 
+/// Named values for one launch. A flat list searched linearly: a call sets
+/// about 30 names once and packs them once, so this beats a map's node
+/// allocations on the dispatch path (docs/runtime.md, host time).
 class ArgValues {
 public:
-  ArgValues& set(const std::string& name, ArgValue value);
-  const ArgValue* find(const std::string& name) const;
+  ArgValues& set(std::string_view name, ArgValue value);
+  const ArgValue* find(std::string_view name) const;
 
 private:
-  std::map<std::string, ArgValue> m_values;
+  std::vector<std::pair<std::string, ArgValue>> m_values;
 };
 
 /// The parameter struct's bytes. Every field of the ABI must have a value of

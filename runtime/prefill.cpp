@@ -23,6 +23,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <tuple>
 
 namespace kda {
 namespace {
@@ -88,22 +89,33 @@ const TuningTable& tuning_table() {
   return k_table;
 }
 
-// Route decisions are memoised by what decides them.
+// Route decisions are memoised by what decides them (a tuple, not a
+// formatted string: this runs on every call's dispatch path).
+using RouteMemoKey = std::tuple<int, int, int, int, int, int, int, bool, std::int64_t, std::string, double,
+                                std::string, int, int>;
+
 RouteDecision route_memo(const DeviceDescription& d, const ProblemShape& p, const PrefillOptions& options) {
   static std::mutex mutex;
-  static std::map<std::string, RouteDecision> memo;
-  const std::string key = fmt::format("{}.{}/{}/{}.{}/{}/{}/{}/{}/{}/{:.17g}", d.cc_major, d.cc_minor, d.sm_count,
-                                      d.nvrtc_major, d.nvrtc_minor, to_string(p.layout), to_string(p.state_dtype),
-                                      p.state_in || p.state_out, p.heads, options.schedule.value_or(""),
-                                      p.lower_bound.value_or(0.0)) +
-                          "/" + options.target.value_or("");
-  const std::string key_with_class =
-      key + "/" + std::string(to_string(shape_class(static_cast<std::int64_t>(p.num_seqs) * p.heads, d.sm_count))) +
-      "/" + (options.family ? std::string(to_string(*options.family)) : std::string());
+  static std::map<RouteMemoKey, RouteDecision> memo;
+  const ShapeClass shape = shape_class(static_cast<std::int64_t>(p.num_seqs) * p.heads, d.sm_count);
+  RouteMemoKey key{d.cc_major,
+                   d.cc_minor,
+                   d.sm_count,
+                   d.nvrtc_major,
+                   d.nvrtc_minor,
+                   static_cast<int>(p.layout),
+                   static_cast<int>(p.state_dtype),
+                   p.state_in || p.state_out,
+                   p.heads,
+                   options.schedule.value_or(""),
+                   p.lower_bound.value_or(0.0),
+                   options.target.value_or(""),
+                   static_cast<int>(shape),
+                   options.family ? static_cast<int>(*options.family) : -1};
   std::lock_guard lock(mutex);
-  auto it = memo.find(key_with_class);
+  auto it = memo.find(key);
   if (it == memo.end()) {
-    it = memo.emplace(key_with_class,
+    it = memo.emplace(std::move(key),
                       route(shipped_schedules(), d, p,
                             RouteRequest{options.schedule, options.family, &tuning_table(), options.target}))
              .first;
@@ -145,12 +157,19 @@ std::int64_t workspace_records(const KernelPlan& plan, const ProblemShape& p) {
   return chunks * p.heads;
 }
 
-// Chunk offsets, the records, then per-CTA scratch of the recurrent grid
+// The sequence table at the workspace's start: chunk offsets (N + 1 int32)
+// and the packed layout's sequence order (N int32, common/sequences),
+// rounded up to 256 bytes.
+std::int64_t sequence_table_bytes(const ProblemShape& p) {
+  const std::int64_t bytes = (2 * static_cast<std::int64_t>(p.num_seqs) + 1) * 4;
+  return (bytes + 255) / 256 * 256;
+}
+
+// The sequence table, the records, then per-CTA scratch of the recurrent grid
 // (sequences x heads x row blocks: the tcgen05 proxy's TMEM images).
 std::int64_t workspace_bytes(const KernelPlan& plan, const ProblemShape& p) {
-  const std::int64_t offsets = (static_cast<std::int64_t>(p.num_seqs) + 1) * 4;
   const std::int64_t ctas = static_cast<std::int64_t>(p.num_seqs) * p.heads * (128 / plan.tiles.m_tile);
-  return (offsets + 255) / 256 * 256 + workspace_records(plan, p) * plan.workspace.record_bytes +
+  return sequence_table_bytes(p) + workspace_records(plan, p) * plan.workspace.record_bytes +
          ctas * plan.workspace.cta_scratch_bytes;
 }
 
@@ -236,9 +255,10 @@ OverlapDecision decide_overlap(const KernelPlan& plan, const runtime::LoadedModu
   return decision;
 }
 
-void launch_entry(const runtime::LoadedModule& module, const EntryPlan& e, runtime::Dim3 grid, const ArgAbi& abi,
-                  const ArgValues& values, CUstream stream) {
-  std::vector<std::uint8_t> params = pack_args(abi, values);
+// Every entry of a plan takes the same parameter struct (the plan's ABI), so
+// a call packs it once per set of values and launches each entry with it.
+void launch_entry(const runtime::LoadedModule& module, const EntryPlan& e, runtime::Dim3 grid,
+                  std::vector<std::uint8_t>& params, CUstream stream) {
   void* kernel_args[] = {params.data()};
   runtime::launch(module.function(e.entry_name).function, grid, {static_cast<unsigned>(e.launch.threads), 1, 1},
                   static_cast<unsigned>(e.launch.dynamic_smem), stream, kernel_args);
@@ -256,17 +276,18 @@ void launch_overlapped(const KernelPlan& plan, const runtime::LoadedModule& modu
   values.set("ready_flags", static_cast<const void*>(flags.flags));
   values.set("ready_epoch", static_cast<std::int32_t>(flags.epoch));
   values.set("chunk_major", std::int32_t{1});
+  values.set("chunk_begin", std::int32_t{0});
+  std::vector<std::uint8_t> params = pack_args(plan.abi, values);
   for (const EntryPlan& e : plan.entries) {
     if (e.kernel == "chunk_offsets") {
-      launch_entry(module, e, grid_of(e, p, plan), plan.abi, values, stream);
+      launch_entry(module, e, grid_of(e, p, plan), params, stream);
     }
   }
   auto prepare_grid = [&](std::int64_t count) {
     return runtime::Dim3{static_cast<unsigned>(p.heads), static_cast<unsigned>(p.num_seqs),
                          static_cast<unsigned>(count)};
   };
-  values.set("chunk_begin", std::int32_t{0});
-  launch_entry(module, *prepare, prepare_grid(decision.lead_chunks), plan.abi, values, stream);
+  launch_entry(module, *prepare, prepare_grid(decision.lead_chunks), params, stream);
   OverlapLane lane = acquire_overlap_lane();
   KDA_CU(cuEventRecord, lane.prepared, stream);
   // The rest of the chunks are enqueued before the recurrence that waits for
@@ -274,9 +295,10 @@ void launch_overlapped(const KernelPlan& plan, const runtime::LoadedModule& modu
   // (CUDA_LAUNCH_BLOCKING, a sanitizer) every flag is set before the
   // recurrence starts; otherwise both start when the leading prepare ends.
   values.set("chunk_begin", static_cast<std::int32_t>(decision.lead_chunks));
-  launch_entry(module, *prepare, prepare_grid(decision.chunk_extent - decision.lead_chunks), plan.abi, values, stream);
+  params = pack_args(plan.abi, values);
+  launch_entry(module, *prepare, prepare_grid(decision.chunk_extent - decision.lead_chunks), params, stream);
   KDA_CU(cuStreamWaitEvent, lane.side, lane.prepared, 0u);
-  launch_entry(module, *recurrence, grid_of(*recurrence, p, plan), plan.abi, values, lane.side);
+  launch_entry(module, *recurrence, grid_of(*recurrence, p, plan), params, lane.side);
   KDA_CU(cuEventRecord, lane.finished, lane.side);
   KDA_CU(cuStreamWaitEvent, stream, lane.finished, 0u);
 }
@@ -369,7 +391,6 @@ PrefillResult recurrent_kda_prefill(const PrefillArgs& args, const PrefillOption
   result.final_state = state_out;
 
   std::uint8_t* workspace = static_cast<std::uint8_t*>(stream_workspace(args.stream, workspace_bytes(plan, p)));
-  const std::int64_t offsets_bytes = ((static_cast<std::int64_t>(p.num_seqs) + 1) * 4 + 255) / 256 * 256;
   ArgValues values;
   values.set("q", args.q.data).set("k", args.k.data).set("v", args.v.data).set("g", args.g.data);
   values.set("beta", args.beta.data).set("a_log", args.a_log.data).set("dt_bias", args.dt_bias.data);
@@ -377,7 +398,7 @@ PrefillResult recurrent_kda_prefill(const PrefillArgs& args, const PrefillOption
   values.set("state_in", state_in).set("state_out", static_cast<const void*>(state_out));
   values.set("cu_seqlens", args.cu_seqlens.data);
   values.set("chunk_offsets", static_cast<const void*>(workspace));
-  values.set("workspace", static_cast<const void*>(workspace + offsets_bytes));
+  values.set("workspace", static_cast<const void*>(workspace + sequence_table_bytes(p)));
   values.set("beta_token_stride", p.beta_token_stride).set("seq_len", p.seq_len).set("total_tokens", p.total_tokens);
   values.set("num_seqs", static_cast<std::int32_t>(p.num_seqs)).set("heads", static_cast<std::int32_t>(p.heads));
   values.set("offsets_i64", static_cast<std::int32_t>(p.offsets_i64 ? 1 : 0));
@@ -396,8 +417,9 @@ PrefillResult recurrent_kda_prefill(const PrefillArgs& args, const PrefillOption
     launch_overlapped(plan, module, p, overlap, values, stream);
     return result;
   }
+  std::vector<std::uint8_t> params = pack_args(plan.abi, values);
   for (const EntryPlan& e : plan.entries) {
-    launch_entry(module, e, grid_of(e, p, plan), plan.abi, values, stream);
+    launch_entry(module, e, grid_of(e, p, plan), params, stream);
   }
   return result;
 }

@@ -57,8 +57,134 @@ __device__ __forceinline__ int sequence_of_chunk(const kda_plan::KdaParams& p, i
   return lo;
 }
 
-// chunk_offsets[n] = sum over m < n of ceil(len_m / CHUNK_SIZE), n = 0..N.
-// One block; a block-wide scan over the sequences in tiles of blockDim.x.
+// Length buckets of the sequence order: 0 for empty sequences, else
+// 1 + 4 floor(log2 chunks) + the two bits below the leading one (four
+// buckets per octave; chunk counts from 2^31 on share the top bucket).
+constexpr int k_length_buckets = 128;
+
+__device__ __forceinline__ int length_bucket(i64 chunks) {
+  if (chunks <= 0) {
+    return 0;
+  }
+  const u32 c = static_cast<u32>(min(chunks, static_cast<i64>(0x7fffffff)));
+  const int lead = 31 - __clz(c);
+  const u32 below = lead >= 2 ? (c >> (lead - 2)) : (c << (2 - lead));
+  return 1 + 4 * lead + static_cast<int>(below & 3u);
+}
+
+__device__ __forceinline__ int length_bucket_of(const kda_plan::KdaParams& p, int n) {
+  return length_bucket(chunks_of(load_offset(p, n + 1) - load_offset(p, n)));
+}
+
+// The packed layout's sequence order: a permutation of 0..N-1 in the
+// workspace right after chunk_offsets, longest sequences first (by length
+// bucket, then by index: a stable counting sort, the same order every call).
+__device__ __forceinline__ const int* sequence_order(const kda_plan::KdaParams& p) {
+  return p.chunk_offsets + p.num_seqs + 1;
+}
+
+// The (sequence, y) a CTA of a sequences-by-heads grid works on, y = head x
+// row blocks + row block. Packed layouts take the sequences in
+// sequence_order: CTAs are dispatched in linear block order, so every head of
+// the longest sequences starts in the first wave and the last waves hold the
+// short chains (a list schedule close to longest-processing-time first; in
+// launch order a long chain could start last and run alone). Fixed layouts:
+// every sequence is as long, the block index as it is.
+struct RecurrencePair {
+  int n;
+  int y;
+};
+
+__device__ __forceinline__ RecurrencePair recurrence_pair(const kda_plan::KdaParams& p) {
+  if (!kda_plan::LAYOUT_PACKED) {
+    return {static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y)};
+  }
+  const i64 linear = static_cast<i64>(blockIdx.y) * gridDim.x + blockIdx.x;
+  return {sequence_order(p)[linear / gridDim.y], static_cast<int>(linear % gridDim.y)};
+}
+
+// sequence_order by a counting sort over length buckets: a histogram, the
+// buckets' first positions (longest bucket first), then per tile of
+// blockDim.x sequences each one's rank among the same bucket's earlier
+// sequences (within its warp by __match_any_sync, across warps by per-warp
+// counts). One block.
+__device__ __forceinline__ void compute_sequence_order(const kda_plan::KdaParams& p) {
+  constexpr int K = k_length_buckets;
+  __shared__ int next[K];               // the next free position of each bucket
+  __shared__ int warp_counts[32][K];    // per tile: each warp's sequences per bucket
+  int* const order = p.chunk_offsets + p.num_seqs + 1;
+  const int warps = static_cast<int>(blockDim.x >> 5);
+  const int warp = static_cast<int>(threadIdx.x >> 5);
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  for (int b = threadIdx.x; b < K; b += blockDim.x) {
+    next[b] = 0;
+  }
+  __syncthreads();
+  for (int n = threadIdx.x; n < p.num_seqs; n += blockDim.x) {
+    atomicAdd(&next[length_bucket_of(p, n)], 1);
+  }
+  __syncthreads();
+  if (warp == 0) { // exclusive scan from the top bucket down; lane l: buckets K - 1 - 4 l ..
+    static_assert(K == 4 * 32, "four buckets per lane");
+    int counts[4];
+    int sum = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      counts[i] = next[K - 1 - 4 * lane - i];
+      sum += counts[i];
+    }
+    int before = sum;
+#pragma unroll
+    for (int step = 1; step < 32; step *= 2) {
+      const int up = __shfl_up_sync(0xffffffffu, before, step);
+      if (lane >= step) {
+        before += up;
+      }
+    }
+    before -= sum;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      next[K - 1 - 4 * lane - i] = before;
+      before += counts[i];
+    }
+  }
+  __syncthreads();
+  for (int base = 0; base < p.num_seqs; base += blockDim.x) {
+    const int n = base + static_cast<int>(threadIdx.x);
+    const bool valid = n < p.num_seqs;
+    const int b = valid ? length_bucket_of(p, n) : -1;
+    for (int i = threadIdx.x; i < warps * K; i += blockDim.x) {
+      warp_counts[i / K][i % K] = 0;
+    }
+    __syncthreads();
+    const unsigned same = __match_any_sync(0xffffffffu, b);
+    const int rank = __popc(same & ((1u << lane) - 1u));
+    if (valid && rank == 0) {
+      warp_counts[warp][b] = __popc(same);
+    }
+    __syncthreads();
+    if (valid) {
+      int before = 0;
+      for (int w = 0; w < warp; ++w) {
+        before += warp_counts[w][b];
+      }
+      order[next[b] + before + rank] = n;
+    }
+    __syncthreads();
+    for (int k = threadIdx.x; k < K; k += blockDim.x) {
+      int tile = 0;
+      for (int w = 0; w < warps; ++w) {
+        tile += warp_counts[w][k];
+      }
+      next[k] += tile;
+    }
+    __syncthreads();
+  }
+}
+
+// chunk_offsets[n] = sum over m < n of ceil(len_m / CHUNK_SIZE), n = 0..N,
+// then sequence_order. One block; a block-wide scan over the sequences in
+// tiles of blockDim.x.
 __device__ __forceinline__ void compute_chunk_offsets(const kda_plan::KdaParams& p) {
   __shared__ i64 carry;
   __shared__ i64 partial[1024];
@@ -86,6 +212,7 @@ __device__ __forceinline__ void compute_chunk_offsets(const kda_plan::KdaParams&
     }
     __syncthreads();
   }
+  compute_sequence_order(p);
 }
 
 } // namespace kda
