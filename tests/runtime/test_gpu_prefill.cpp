@@ -84,6 +84,24 @@ TEST_CASE("gpu prefill: packed layout with tiny and zero-length sequences", "[gp
   run({"packed [0,1,2,3,4,0] H96 fp32", packed({0, 1, 2, 3, 4, 0}, 96), GpuStateMode::inplace_fp32, true, 36});
 }
 
+// The recurrence takes the sequences longest first (common/sequences: a
+// counting sort in the chunk_offsets kernel, one tile of 256 sequences at a
+// time): 300 sequences of every length bucket from empty to 20 chunks, so the
+// order spans two tiles and equal buckets cross the tile boundary; every
+// (sequence, head) must be computed exactly once (outputs are poisoned first).
+TEST_CASE("gpu prefill: packed layout, 300 sequences in two tiles of the sequence order", "[gpu][prefill]") {
+  std::mt19937_64 rng(37);
+  std::vector<std::int64_t> lengths;
+  for (int i = 0; i < 300; ++i) {
+    const std::int64_t choices[] = {0, 1, 31, 32, 33, 64, 97, 200, 350, 640};
+    lengths.push_back(choices[rng() % 10]);
+  }
+  run({"packed 300 seqs (0..640 tokens) H2 bf16 int32", packed(lengths, 2), GpuStateMode::inplace_bf16, true, 38});
+  run({"packed 300 seqs (0..640 tokens) H3 fp32 int64, sm90_wgmma_c16", packed(lengths, 3),
+       GpuStateMode::inplace_fp32, false, 39},
+      std::string("sm90_wgmma_c16"));
+}
+
 TEST_CASE("gpu prefill: strided beta", "[gpu][prefill]") {
   ProblemSpec s = fixed(2, 100, 3);
   s.beta_row_stride = 8;
