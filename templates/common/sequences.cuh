@@ -79,7 +79,7 @@ __device__ __forceinline__ int length_bucket_of(const kda_plan::KdaParams& p, in
 // The packed layout's sequence order: a permutation of 0..N-1 in the
 // workspace right after chunk_offsets, longest sequences first (by length
 // bucket, then by index: a stable counting sort, the same order every call).
-__device__ __forceinline__ const int* sequence_order(const kda_plan::KdaParams& p) {
+__device__ __forceinline__ int* sequence_order(const kda_plan::KdaParams& p) {
   return p.chunk_offsets + p.num_seqs + 1;
 }
 
@@ -112,7 +112,7 @@ __device__ __forceinline__ void compute_sequence_order(const kda_plan::KdaParams
   constexpr int K = k_length_buckets;
   __shared__ int next[K];               // the next free position of each bucket
   __shared__ int warp_counts[32][K];    // per tile: each warp's sequences per bucket
-  int* const order = p.chunk_offsets + p.num_seqs + 1;
+  int* const order = sequence_order(p);
   const int warps = static_cast<int>(blockDim.x >> 5);
   const int warp = static_cast<int>(threadIdx.x >> 5);
   const int lane = static_cast<int>(threadIdx.x & 31);
