@@ -9,6 +9,9 @@
 namespace kda {
 namespace {
 
+constexpr std::int64_t k_max_heads = 32767;
+constexpr std::int64_t k_max_sequences = 2147483647;
+
 constexpr std::int64_t k_head_dim = 128;
 
 struct Named {
@@ -99,6 +102,14 @@ void check_qkvg(const PrefillArgs& a, ProblemShape& p) {
       throw TensorError("q", fmt::format("expected positive sizes, got {}", shape_string(a.q.shape)));
     }
   }
+  // CUDA grids: the recurrence's y extent is heads x row blocks (up to 2),
+  // at most 65,535; sequences are numbered in 32 bits.
+  if (a.q.shape[2] > k_max_heads) {
+    throw TensorError("q", fmt::format("{} heads: at most {} are supported", a.q.shape[2], k_max_heads));
+  }
+  if (a.q.shape[0] > k_max_sequences) {
+    throw TensorError("q", fmt::format("B = {}: at most {} sequences are supported", a.q.shape[0], k_max_sequences));
+  }
   p.batch = a.q.shape[0];
   p.seq_len = a.q.shape[1];
   p.heads = static_cast<int>(a.q.shape[2]);
@@ -181,6 +192,10 @@ void check_layout(const PrefillArgs& a, ProblemShape& p) {
   require_element_aligned("cu_seqlens", a.cu_seqlens);
   if (p.batch != 1) {
     throw TensorError("q", fmt::format("packed input (cu_seqlens given) needs B = 1, got B = {}", p.batch));
+  }
+  if (a.cu_seqlens.shape[0] - 1 > k_max_sequences) {
+    throw TensorError("cu_seqlens", fmt::format("{} sequences: at most {} are supported", a.cu_seqlens.shape[0] - 1,
+                                                k_max_sequences));
   }
   p.num_seqs = static_cast<int>(a.cu_seqlens.shape[0] - 1);
   p.offsets_i64 = a.cu_seqlens.dtype == ElementType::i64;

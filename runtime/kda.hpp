@@ -54,7 +54,8 @@ struct PrefillResult {
 };
 
 /// Runs the prefill. Validates every argument before any launch (TensorError
-/// names the argument with expected vs actual). An initial state is updated in
+/// names the argument with expected vs actual; at most 32,767 heads and
+/// 2^31 - 1 sequences, the kernels' grid limits). An initial state is updated in
 /// place even when output_final_state is false; without one, a final state is
 /// written only when output_final_state is true (into args.final_state or an
 /// allocated bf16 buffer). Throws ToolchainError, CacheError, ScheduleError or

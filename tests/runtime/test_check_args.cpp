@@ -245,6 +245,17 @@ TEST_CASE("check args: fixed and packed layout rules", "[runtime][check_args]") 
   }
 }
 
+TEST_CASE("check args: heads and sequences fit the kernels' grids", "[runtime][check_args]") {
+  CHECK_ACCEPTED(check_fake(fake_fixed_args(1, 2, 32767)));
+  CHECK_REFUSED(check_fake(fake_fixed_args(1, 2, 32768)), "q", "32768 heads: at most 32767 are supported");
+  PrefillArgs b = fixed();
+  b.q.shape[0] = std::int64_t{1} << 31; // never dereferenced: refused on the shape alone
+  CHECK_REFUSED(check_fake(b), "q", "B = 2147483648: at most 2147483647 sequences are supported");
+  PrefillArgs n = fake_packed_args(100, k_h, 3, ElementType::i32);
+  n.cu_seqlens.shape[0] = (std::int64_t{1} << 31) + 1;
+  CHECK_REFUSED(check_fake(n), "cu_seqlens", "2147483648 sequences: at most 2147483647 are supported");
+}
+
 TEST_CASE("check args: initial and final state", "[runtime][check_args]") {
   SECTION("initial_state bf16 and fp32 with the right shape") {
     for (ElementType e : {ElementType::bf16, ElementType::fp32}) {
