@@ -103,27 +103,19 @@ __device__ __forceinline__ RecurrencePair recurrence_pair(const kda_plan::KdaPar
   return {sequence_order(p)[linear / gridDim.y], static_cast<int>(linear % gridDim.y)};
 }
 
-// sequence_order by a counting sort over length buckets: a histogram, the
-// buckets' first positions (longest bucket first), then per tile of
-// blockDim.x sequences each one's rank among the same bucket's earlier
-// sequences (within its warp by __match_any_sync, across warps by per-warp
-// counts). One block.
-__device__ __forceinline__ void compute_sequence_order(const kda_plan::KdaParams& p) {
+// sequence_order by a counting sort over length buckets: from the histogram
+// `next` (the sequences per bucket, counted by compute_chunk_offsets while it
+// scans the lengths) the buckets' first positions (longest bucket first), then
+// per tile of blockDim.x sequences each one's rank among the same bucket's
+// earlier sequences (within its warp by __match_any_sync, across warps by
+// per-warp counts). One block.
+__device__ __forceinline__ void compute_sequence_order(const kda_plan::KdaParams& p, int (&next)[k_length_buckets]) {
   constexpr int K = k_length_buckets;
-  __shared__ int next[K];               // the next free position of each bucket
-  __shared__ int warp_counts[32][K];    // per tile: each warp's sequences per bucket
+  __shared__ int warp_counts[32][K]; // per tile: each warp's sequences per bucket
   int* const order = sequence_order(p);
   const int warps = static_cast<int>(blockDim.x >> 5);
   const int warp = static_cast<int>(threadIdx.x >> 5);
   const int lane = static_cast<int>(threadIdx.x & 31);
-  for (int b = threadIdx.x; b < K; b += blockDim.x) {
-    next[b] = 0;
-  }
-  __syncthreads();
-  for (int n = threadIdx.x; n < p.num_seqs; n += blockDim.x) {
-    atomicAdd(&next[length_bucket_of(p, n)], 1);
-  }
-  __syncthreads();
   if (warp == 0) { // exclusive scan from the top bucket down; lane l: buckets K - 1 - 4 l ..
     static_assert(K == 4 * 32, "four buckets per lane");
     int counts[4];
@@ -183,19 +175,27 @@ __device__ __forceinline__ void compute_sequence_order(const kda_plan::KdaParams
 }
 
 // chunk_offsets[n] = sum over m < n of ceil(len_m / CHUNK_SIZE), n = 0..N,
-// then sequence_order. One block; a block-wide scan over the sequences in
-// tiles of blockDim.x.
+// and the length buckets' histogram, then sequence_order. One block; a
+// block-wide scan over the sequences in tiles of blockDim.x.
 __device__ __forceinline__ void compute_chunk_offsets(const kda_plan::KdaParams& p) {
   __shared__ i64 carry;
   __shared__ i64 partial[1024];
+  __shared__ int buckets[k_length_buckets]; // sequences per length bucket
   if (threadIdx.x == 0) {
     carry = 0;
     p.chunk_offsets[0] = 0;
   }
+  for (int b = threadIdx.x; b < k_length_buckets; b += blockDim.x) {
+    buckets[b] = 0;
+  }
   __syncthreads();
   for (int base = 0; base < p.num_seqs; base += blockDim.x) {
     const int n = base + threadIdx.x;
-    partial[threadIdx.x] = n < p.num_seqs ? chunks_of(load_offset(p, n + 1) - load_offset(p, n)) : 0;
+    const i64 chunks = n < p.num_seqs ? chunks_of(load_offset(p, n + 1) - load_offset(p, n)) : 0;
+    if (n < p.num_seqs) {
+      atomicAdd(&buckets[length_bucket(chunks)], 1);
+    }
+    partial[threadIdx.x] = chunks;
     __syncthreads();
     for (int step = 1; step < static_cast<int>(blockDim.x); step *= 2) {
       const i64 add = threadIdx.x >= static_cast<unsigned>(step) ? partial[threadIdx.x - step] : 0;
@@ -212,7 +212,7 @@ __device__ __forceinline__ void compute_chunk_offsets(const kda_plan::KdaParams&
     }
     __syncthreads();
   }
-  compute_sequence_order(p);
+  compute_sequence_order(p, buckets);
 }
 
 } // namespace kda
