@@ -32,29 +32,34 @@ __device__ __forceinline__ SequenceSpan sequence_span(const kda_plan::KdaParams&
   return s;
 }
 
-// The sequence owning global chunk `chunk`, or -1 past the last chunk.
+// The sequence owning global chunk `chunk`, or -1 past the last chunk. Every
+// lane of the calling warp passes the same chunk (a prepare CTA's threads
+// all call it). Packed: the last n with chunk_offsets[n] <= chunk (zero-length
+// sequences share their successor's offset and are skipped by taking the
+// last), by a search of radix 32: each level samples 32 offsets `stride`
+// apart from the last one found so far and keeps the last sample <= chunk
+// (the samples <= chunk are a prefix: the offsets do not decrease), so up to
+// 31 sequences take one dependent load and up to 1,023 two, where a binary
+// search took log2 N + 1 of them at the start of every prepare CTA.
 __device__ __forceinline__ int sequence_of_chunk(const kda_plan::KdaParams& p, i64 chunk) {
   if (!kda_plan::LAYOUT_PACKED) {
     const i64 per = chunks_of(p.seq_len);
     const i64 n = per > 0 ? chunk / per : p.num_seqs;
     return n < p.num_seqs ? static_cast<int>(n) : -1;
   }
-  if (chunk >= p.chunk_offsets[p.num_seqs]) {
-    return -1;
+  const i64 entries = static_cast<i64>(p.num_seqs) + 1; // chunk_offsets[0] = 0 <= chunk
+  const i64 lane = threadIdx.x & 31;
+  i64 stride = 1;
+  while (stride * 32 < entries) {
+    stride *= 32;
   }
-  // Last n with chunk_offsets[n] <= chunk; zero-length sequences before it
-  // share its offset and are skipped by taking the last.
-  int lo = 0;
-  int hi = p.num_seqs - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (p.chunk_offsets[mid] <= chunk) {
-      lo = mid;
-    } else {
-      hi = mid - 1;
-    }
+  i64 found = 0; // chunk_offsets[found] <= chunk; the answer lies in [found, found + 32 stride)
+  for (; stride > 0; stride /= 32) {
+    const i64 i = found + lane * stride;
+    const bool at_or_before = i < entries && p.chunk_offsets[i] <= chunk;
+    found += (__popc(__ballot_sync(0xffffffffu, at_or_before)) - 1) * stride;
   }
-  return lo;
+  return found < p.num_seqs ? static_cast<int>(found) : -1; // found = N: at or past the last chunk's end
 }
 
 // Length buckets of the sequence order: 0 for empty sequences, else
