@@ -102,6 +102,24 @@ TEST_CASE("gpu prefill: packed layout, 300 sequences in two tiles of the sequenc
       std::string("sm90_wgmma_c16"));
 }
 
+// A prepare CTA finds its chunk's sequence by a radix-32 search over the chunk
+// offsets (common/sequences: one level up to 31 sequences, two up to 1,023,
+// three beyond; the 300-sequence case above takes two): 1,100 short sequences,
+// empty ones and runs of them among them, through the chunk-32 prepare kernel
+// (routed) and the chunk-16 one (portable_c16).
+TEST_CASE("gpu prefill: packed layout, 1,100 short sequences (three levels of the chunk lookup)", "[gpu][prefill]") {
+  std::mt19937_64 rng(41);
+  std::vector<std::int64_t> lengths;
+  for (int i = 0; i < 1100; ++i) {
+    const std::int64_t choices[] = {0, 0, 1, 3, 17, 32, 40};
+    lengths.push_back(choices[rng() % 7]);
+  }
+  run({"packed 1100 seqs (0..40 tokens) H2 bf16 int32", packed(lengths, 2), GpuStateMode::inplace_bf16, true, 42});
+  run({"packed 1100 seqs (0..40 tokens) H2 fp32 int64, portable_c16", packed(lengths, 2), GpuStateMode::inplace_fp32, false,
+       43},
+      std::string("portable_c16"));
+}
+
 TEST_CASE("gpu prefill: strided beta", "[gpu][prefill]") {
   ProblemSpec s = fixed(2, 100, 3);
   s.beta_row_stride = 8;
