@@ -2,7 +2,8 @@
 // What the recurrences of the decomposed designs share: the value rows each
 // warp owns, the fp32 state in m16n8k16 accumulator fragments (which wgmma's
 // m64nN accumulators match warp by warp), its in-place load and store (spec
-// section 1.4), and the store of an output tile from SMEM.
+// section 1.4), and the store of an output tile from SMEM; which (sequence,
+// head, row block) a CTA works on.
 // Uses kda_plan::recurrence::MMA_WARPS, THREADS and kda_plan::M_TILE.
 namespace kda {
 namespace frag {
@@ -27,6 +28,20 @@ constexpr int row_blocks() {
 }
 constexpr int row_tiles() {
   return rows_per_warp() / 16;
+}
+
+// What a CTA of a recurrent grid works on: sequence n, head h and value rows
+// m0 .. m0 + M_TILE - 1, from recurrence_pair's (n, y = h x row blocks + row
+// block) (common/sequences: packed layouts take the longest sequences first).
+struct RecurrenceWork {
+  int n;
+  int h;
+  int m0;
+};
+
+__device__ __forceinline__ RecurrenceWork recurrence_work(const kda_plan::KdaParams& p) {
+  const RecurrencePair pair = recurrence_pair(p);
+  return {pair.n, pair.y / row_blocks(), (pair.y % row_blocks()) * kda_plan::M_TILE};
 }
 
 // state[mt][nt] for nt < 16; a wider array (TILES > 16) keeps more

@@ -148,10 +148,7 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
                 "bulk copy destinations and output rows 16-byte aligned");
   static_assert(R::OUT_BYTES >= C * R::OUT_PITCH * 2, "one output tile");
   extern __shared__ __align__(128) u8 smem[];
-  const RecurrencePair pair = recurrence_pair(p); // packed: longest sequences first (common/sequences)
-  const int n = pair.n;
-  const int h = pair.y / row_blocks();
-  const int m0 = (pair.y % row_blocks()) * kda_plan::M_TILE;
+  const auto [n, h, m0] = recurrence_work(p);
   const SequenceSpan seq = sequence_span(p, n);
   const i64 chunks = chunks_of(seq.length);
   const int warp = threadIdx.x >> 5;
