@@ -400,21 +400,27 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   } else {
     // the record's Kd = Kda 2^C_a and Qd = Qda 2^C_a: the 64 rows n of KQ
     // (Kd rows 0-31 from kda, Qd rows 32-63 from qda, the tile after it) in
-    // 16 16-byte parts of 8 keys, over the 192 threads of warps 2-7: a
-    // thread keeps its part and takes rows n0, n0 + 12, ... (n0 < 12)
+    // 16 16-byte parts of 8 keys, over the 192 threads of warps 2-7. Item
+    // i = 64 part + n, a warp 32 consecutive items: one part of 32 rows n,
+    // which the record holds as 512 contiguous bytes (K-major core matrices,
+    // N groups adjacent: SBO 128) and the swizzled tile as conflict-free
+    // 16-byte reads: a warp's store covers 4 whole 128-byte lines, where
+    // 16 consecutive parts of a row touched 16 lines one sector each
     constexpr int parts = D / 8;
     constexpr int workers = P::THREADS - 32 * INVERSE_WARPS;
-    constexpr int row_step = workers / parts;
-    static_assert(workers % parts == 0 && P::QDA_OFFSET == P::KDA_OFFSET + C * 2 * D,
-                  "a fixed part per thread; qda's rows follow kda's");
+    constexpr int items = 2 * C * parts;
+    static_assert(workers % 32 == 0 && (2 * C) % 32 == 0 && items % 32 == 0,
+                  "a warp's 32 items are 32 rows of one part; the bound below is warp-uniform");
+    static_assert(P::QDA_OFFSET == P::KDA_OFFSET + C * 2 * D, "qda's rows follow kda's");
+    static_assert(kda_plan::WS_KQ_SBO == 128, "KQ's rows n of one part are contiguous in the record");
     const unsigned worker = threadIdx.x - 32u * INVERSE_WARPS;
-    const unsigned part = worker % parts;
-    const unsigned n0 = worker / parts;
     const float restore = fast_exp2(anchor);
 #pragma unroll
-    for (int k = 0; k < (2 * C + row_step - 1) / row_step; ++k) {
-      const unsigned n = n0 + row_step * k;
-      if (n < 2 * C) {
+    for (int k = 0; k < (items + workers - 1) / workers; ++k) {
+      const unsigned i = worker + workers * k;
+      if (i < items) {
+        const unsigned n = i % (2 * C);
+        const unsigned part = i / (2 * C);
         const uint4 x = *reinterpret_cast<const uint4*>(kda_s + Rows::at(n, 8 * part));
         // record_kd_part(C + r, .) is record_qd_part(r, .): KQ's N rows run on into Qd
         *reinterpret_cast<uint4*>(record + record_kd_part(n, part)) = restore_anchor_x8(x, restore);
