@@ -124,22 +124,37 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
   __syncthreads();
 
   // write: Kd, Qd (and Kr) tiles to the record with 16-byte stores by warps
-  // 2 and 3 (row r, 8 keys from 8 part) while warps 0 and 1 form L and Mqk
+  // 2 and 3 (row r, 8 keys from 8 part) while warps 0 and 1 form L and Mqk,
+  // in the record's contiguous order so that a warp's store covers whole
+  // 128-byte lines: RECORD_PART_MAJOR, the 32 rows [Kd; Qd] of one part per
+  // warp and store (512 contiguous bytes); else whole rows
   if (warp >= 2) {
     constexpr int tiles = RECORD_FOLDS_T ? 2 : 3;
     constexpr int parts = 2 * D / 16;
     constexpr int writers = P::THREADS - 64;
-    static_assert(writers % parts == 0 && C % (writers / parts) == 0, "whole rows per pass");
-    const int part = threadIdx.x % parts;
-    const int r0 = (threadIdx.x - 64) / parts;
+    static_assert(!RECORD_PART_MAJOR || (tiles * C == 32 && writers % 32 == 0), "a warp's lanes are the rows of [Kd; Qd]");
+    if constexpr (RECORD_PART_MAJOR) {
+      const int tile = lane / C;
+      const int r = lane % C;
+      const u8* src = tile == 0 ? kd_s + 2 * r * P::KD_PITCH : qd_s + 2 * r * P::QD_PITCH;
 #pragma unroll
-    for (int tile = 0; tile < tiles; ++tile) {
-#pragma unroll
-      for (int pass = 0; pass < C / (writers / parts); ++pass) {
-        const int r = r0 + pass * (writers / parts);
-        const u8* src = tile == 0 ? kd_s + 2 * r * P::KD_PITCH : tile == 1 ? qd_s + 2 * r * P::QD_PITCH : kr_s + 2 * r * kr_tile_pitch();
-        const int at = tile == 0 ? record_kd_part(r, part) : tile == 1 ? record_qd_part(r, part) : record_kr_part(r, part);
+      for (int part = warp - 2; part < parts; part += writers / 32) {
+        const int at = tile == 0 ? record_kd_part(r, part) : record_qd_part(r, part);
         *reinterpret_cast<uint4*>(record + at) = *reinterpret_cast<const uint4*>(src + 16 * part);
+      }
+    } else {
+      static_assert(RECORD_PART_MAJOR || (writers % parts == 0 && C % (writers / parts) == 0), "whole rows per pass");
+      const int part = threadIdx.x % parts;
+      const int r0 = (threadIdx.x - 64) / parts;
+#pragma unroll
+      for (int tile = 0; tile < tiles; ++tile) {
+#pragma unroll
+        for (int pass = 0; pass < C / (writers / parts); ++pass) {
+          const int r = r0 + pass * (writers / parts);
+          const u8* src = tile == 0 ? kd_s + 2 * r * P::KD_PITCH : tile == 1 ? qd_s + 2 * r * P::QD_PITCH : kr_s + 2 * r * kr_tile_pitch();
+          const int at = tile == 0 ? record_kd_part(r, part) : tile == 1 ? record_qd_part(r, part) : record_kr_part(r, part);
+          *reinterpret_cast<uint4*>(record + at) = *reinterpret_cast<const uint4*>(src + 16 * part);
+        }
       }
     }
   }

@@ -111,6 +111,51 @@ __device__ __forceinline__ void warp_product_16x16(const u8* x_hi, const u8* x_l
   }
 }
 
+// The 16x16 blocks Kd Ki^T (hi*hi + hi*lo: kd is a rounding point, no low
+// half) and Qd Ki^T (hi*hi + hi*lo + lo*hi) of one (row block, column block)
+// by one warp, from one load of the B fragments of Ki = k_hi + k_lo per K
+// step: five ldmatrix.x4 for both products where two warps took seven.
+template <class Rows>
+__device__ __forceinline__ void warp_products_kq_16x16(const u8* kd_hi, const u8* qd_hi, const u8* qd_lo,
+                                                       const u8* k_hi, const u8* k_lo, float (&l)[2][4],
+                                                       float (&m)[2][4]) {
+  static_assert(kda_plan::HEAD_DIM == 128, "two 64-column halves");
+#pragma unroll
+  for (int nj = 0; nj < 2; ++nj) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      l[nj][e] = 0.0f;
+      m[nj][e] = 0.0f;
+    }
+  }
+  const LdmatrixRows<Rows> a_rows(kd_hi, false);
+  const LdmatrixRows<Rows> b_rows(k_hi, true);
+  const int qd_delta = static_cast<int>(qd_hi - kd_hi);
+  const int qd_lo_delta = static_cast<int>(qd_lo - kd_hi);
+  const int k_lo_delta = static_cast<int>(k_lo - k_hi);
+#pragma unroll
+  for (int ks = 0; ks < kda_plan::HEAD_DIM / 16; ++ks) {
+    u32 b_hi[4];
+    u32 b_lo[4];
+    u32 a_kd[4];
+    u32 a_qd[4];
+    u32 a_qd_lo[4];
+    ldmatrix_x4_shared(b_hi, b_rows.step(ks));
+    ldmatrix_x4_shared(b_lo, b_rows.step(ks, k_lo_delta));
+    ldmatrix_x4_shared(a_kd, a_rows.step(ks));
+    ldmatrix_x4_shared(a_qd, a_rows.step(ks, qd_delta));
+    ldmatrix_x4_shared(a_qd_lo, a_rows.step(ks, qd_lo_delta));
+#pragma unroll
+    for (int nj = 0; nj < 2; ++nj) {
+      mma_bf16_16816(l[nj], a_kd, b_lo[2 * nj], b_lo[2 * nj + 1]);
+      mma_bf16_16816(l[nj], a_kd, b_hi[2 * nj], b_hi[2 * nj + 1]);
+      mma_bf16_16816(m[nj], a_qd_lo, b_hi[2 * nj], b_hi[2 * nj + 1]);
+      mma_bf16_16816(m[nj], a_qd, b_lo[2 * nj], b_lo[2 * nj + 1]);
+      mma_bf16_16816(m[nj], a_qd, b_hi[2 * nj], b_hi[2 * nj + 1]);
+    }
+  }
+}
+
 // 1 / sqrt(sum_k x[r][k]^2 + 1e-6) for the 16 rows of a bf16 SMEM tile (layout
 // Rows) by one warp: the diagonal of X X^T from m16n8k16
 // MMAs over K = HEAD_DIM. The B fragments of X^T are the A fragment's own

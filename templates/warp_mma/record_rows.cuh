@@ -8,6 +8,7 @@ namespace kda {
 namespace frag {
 
 constexpr bool RECORD_FOLDS_T = false; // T and Mqk go to the record as they are
+constexpr bool RECORD_PART_MAJOR = false; // a row's 16 parts are contiguous: writers take items row-major
 
 __device__ __forceinline__ int record_kd_part(int r, int part) {
   return kda_plan::WS_KD_OFFSET + r * 2 * kda_plan::HEAD_DIM + 16 * part;

@@ -20,8 +20,9 @@
 //            Kr = k^ 2^(G_tot - G) = Ki 2^(G_tot - C_a) from Ki in fp32;
 //            gamma = 2^G_tot
 //   mqk:     warps 0-2: the blocks (0,0), (1,0), (1,1) of Kda Ki^T (hi*hi +
-//            hi*lo), warps 3-5 the same blocks of Qda Ki^T (hi*hi + hi*lo +
-//            lo*hi), 16 x 16 x 128 each (ldmatrix fragments); then
+//            hi*lo) and of Qda Ki^T (hi*hi + hi*lo + lo*hi), 16 x 16 x 128
+//            each, one warp both products of a block (ldmatrix fragments,
+//            Ki's loaded once for both); then
 //            L = diag(beta) strict-lower(.) over Ki and Mqk = lower-incl(.)
 //            over Qda_lo
 //   inverse: warp 0: T11, T22 by forward substitution in fp32 (lanes 0-15 and
@@ -296,43 +297,38 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   }
   __syncthreads();
 
-  // mqk: warps 0-5 the six 16 x 16 blocks (warps 6-7 wait: the restore
-  // below fills warp 0's inverse instead)
-  const int block = warp % 3;
-  const int ib = block == 0 ? 0 : 1;
-  const int jb = block == 2 ? 1 : 0;
-  float prod[2][4];
-  if (warp < 6) {
+  // mqk: warps 0-2 the blocks (0,0), (1,0), (1,1) of both products, one
+  // load of Ki's fragments for L and Mqk (warps 3-7 wait: the restore below
+  // fills warp 0's inverse instead)
+  const int ib = warp == 0 ? 0 : 1;
+  const int jb = warp == 2 ? 1 : 0;
+  float lprod[2][4];
+  float mprod[2][4];
+  if (warp < 3) { // L from Kda in bf16 (rounding point kd_anchored), Mqk from Qda hi + lo
     const int a_rows = Rows::at(HALF * ib, 0);
     const int b_rows = Rows::at(HALF * jb, 0);
-    if (warp < 3) { // L: Kda in bf16 (rounding point kd_anchored)
-      warp_product_16x16<Rows, false>(kda_s + a_rows, nullptr, ki_s + b_rows, ki_lo_s + b_rows, prod);
-    } else {
-      warp_product_16x16<Rows, true>(qda_s + a_rows, qda_lo_s + a_rows, ki_s + b_rows, ki_lo_s + b_rows, prod);
-    }
+    warp_products_kq_16x16<Rows>(kda_s + a_rows, qda_s + a_rows, qda_lo_s + a_rows, ki_s + b_rows,
+                                 ki_lo_s + b_rows, lprod, mprod);
   }
   __syncthreads(); // ki, ki_lo and qda_lo are dead from here; kda and qda live on for the restore
 
   // L and Mqk blocks to SMEM (L over ki, Mqk over qda_lo)
   float* const lmat = reinterpret_cast<float*>(smem + P::LMAT_OFFSET); // [C][LMAT_PITCH]
   u8* const mqk_s = smem + P::MQK_OFFSET;                               // bf16 [C][MQK_PITCH]
-  if (warp < 6) {
+  if (warp < 3) {
 #pragma unroll
     for (int nj = 0; nj < 2; ++nj) {
 #pragma unroll
       for (int hf = 0; hf < 2; ++hf) {
         const int i = HALF * ib + g + 8 * hf;
         const int j = HALF * jb + 8 * nj + 2 * t;
-        if (warp < 3) {
-          lmat[i * P::LMAT_PITCH + j] = i > j ? beta[i] * prod[nj][2 * hf] : 0.0f;
-          lmat[i * P::LMAT_PITCH + j + 1] = i > j + 1 ? beta[i] * prod[nj][2 * hf + 1] : 0.0f;
-        } else {
-          const float m0 = i >= j ? prod[nj][2 * hf] : 0.0f;
-          const float m1 = i >= j + 1 ? prod[nj][2 * hf + 1] : 0.0f;
-          *reinterpret_cast<u32*>(mqk_s + 2 * (i * P::MQK_PITCH + j)) = pack_bf16x2(m0, m1);
-          if (block == 0) { // the upper block (0, 1) of the lower-triangular Mqk
-            *reinterpret_cast<u32*>(mqk_s + 2 * (i * P::MQK_PITCH + j + HALF)) = 0u;
-          }
+        lmat[i * P::LMAT_PITCH + j] = i > j ? beta[i] * lprod[nj][2 * hf] : 0.0f;
+        lmat[i * P::LMAT_PITCH + j + 1] = i > j + 1 ? beta[i] * lprod[nj][2 * hf + 1] : 0.0f;
+        const float m0 = i >= j ? mprod[nj][2 * hf] : 0.0f;
+        const float m1 = i >= j + 1 ? mprod[nj][2 * hf + 1] : 0.0f;
+        *reinterpret_cast<u32*>(mqk_s + 2 * (i * P::MQK_PITCH + j)) = pack_bf16x2(m0, m1);
+        if (warp == 0) { // the upper block (0, 1) of the lower-triangular Mqk
+          *reinterpret_cast<u32*>(mqk_s + 2 * (i * P::MQK_PITCH + j + HALF)) = 0u;
         }
       }
     }
@@ -443,9 +439,10 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
     const int units = fold_warp < UNITS - FOLD_WARPS ? 2 : 1;
     u32 a[2][2][4];      // [unit][kc]: A fragments
     float part0[2][2][4]; // [unit][nt]: columns 0-15, waiting for T21
-    auto block_product = [&](const u32 (&x)[4], int np, int kc, float (&acc)[2][4]) {
-      u32 bt[4];
+    auto t_block = [&](int np, int kc, u32 (&bt)[4]) { // loaded once per warp for its units
       ldmatrix_x4(bt, tt + 2 * ((HALF * np + b_row) * P::TT_PITCH + HALF * kc + b_col));
+    };
+    auto block_product = [&](const u32 (&x)[4], const u32 (&bt)[4], float (&acc)[2][4]) {
       mma_bf16_16816(acc[0], x, bt[0], bt[1]);
       mma_bf16_16816(acc[1], x, bt[2], bt[3]);
     };
@@ -483,11 +480,15 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
       }
     }
     named_barrier_sync(FOLD_DIAGONAL_BARRIER, P::THREADS);
+    u32 t22t[4];
+    u32 t11t[4];
+    t_block(1, 1, t22t);
+    t_block(0, 0, t11t);
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
       if (k < units) {
         float part1[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-        block_product(a[k][1], 1, 1, part1); // columns 16-31: Kr^T[., 16..31] T22
+        block_product(a[k][1], t22t, part1); // columns 16-31: Kr^T[., 16..31] T22
         store_columns(unit_n0(unit_rows(k)), 1, part1);
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt) {
@@ -496,14 +497,16 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
             part0[k][nt][e] = 0.0f;
           }
         }
-        block_product(a[k][0], 0, 0, part0[k]); // columns 0-15: Kr^T[., 0..15] T11 ...
+        block_product(a[k][0], t11t, part0[k]); // columns 0-15: Kr^T[., 0..15] T11 ...
       }
     }
     named_barrier_sync(FOLD_OFF_DIAGONAL_BARRIER, P::THREADS);
+    u32 t21t[4];
+    t_block(0, 1, t21t);
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
       if (k < units) {
-        block_product(a[k][1], 0, 1, part0[k]); // ... + Kr^T[., 16..31] T21
+        block_product(a[k][1], t21t, part0[k]); // ... + Kr^T[., 16..31] T21
         store_columns(unit_n0(unit_rows(k)), 0, part0[k]);
       }
     }

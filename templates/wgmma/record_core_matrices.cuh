@@ -16,6 +16,10 @@ namespace kda {
 namespace frag {
 
 constexpr bool RECORD_FOLDS_T = true;
+// The rows n of one 16-byte part (8 keys) lie 16 bytes apart (SBO 128: N
+// groups adjacent), so writers take items part-major: a warp's 32 rows of one
+// part are 512 contiguous bytes.
+constexpr bool RECORD_PART_MAJOR = true;
 
 __device__ __forceinline__ int core_matrix_at(int lbo, int sbo, int n, int k) {
   return (k >> 3) * lbo + (n >> 3) * sbo + 16 * (n & 7) + 2 * (k & 7);
