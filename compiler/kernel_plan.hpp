@@ -173,12 +173,13 @@ struct UmmaPlan {
 
 /// The numerics the generated kernels implement, and the one source of the
 /// constants that the CPU emulation (reference/emulation_config.hpp) and the
-/// kernels (ANCHOR_ROWS, INVERSE_BLOCK) both use.
+/// kernels (ANCHOR_ROWS, INVERSE_BLOCK, MQK_DIAGONAL_FROM_RAW_ROWS) both use.
 struct NumericsPlan {
   std::vector<std::string> bf16_rounding; ///< the schedule's rounding points, in program order
   int anchor_rows = 0;   ///< C_a = anchor_rows x lower_bound log2 e (C / 2); 0: unanchored
   int inverse_block = 0; ///< (I + L)^-1: diagonal blocks of this size by forward substitution, merged by
                          ///< doubling up to the chunk (= chunk size: forward substitution throughout)
+  bool mqk_diagonal_from_raw_rows = false; ///< Mqk's diagonal scale rq rk (q . k) from the raw rows (MQK_DIAGONAL_FROM_RAW_ROWS)
 };
 
 /// The numerics of `schedule` when its generator inverts in diagonal blocks of

@@ -33,6 +33,7 @@ KernelPlan lower(const ValidatedSchedule& v, const ShapeKey& shape) {
   check_record_image(v, plan.workspace);
   plan.wgmma_n = recipe.wgmma_n;
   plan.prepare_overlap = plan_prepare_overlap(v, recipe);
+  check_mqk_diagonal(s, recipe);
   plan.numerics = plan_numerics(s, recipe.inverse_block);
 
   plan.fragments = recipe.common_fragments;

@@ -247,6 +247,8 @@ Schedule parse_schedule(const json& document, const std::string& source) {
   if (const json* numerics = r.field("numerics", false)) {
     ObjectReader n(*numerics, r.path_of("numerics"), sink);
     s.numerics.bf16_rounding = read_string_list(n, "bf16_rounding", false, sink);
+    s.numerics.mqk_diagonal = n.word<MqkDiagonal>("mqk_diagonal", false, parse_mqk_diagonal, mqk_diagonal_words())
+                                  .value_or(MqkDiagonal::operands);
     n.reject_unknown_keys();
   }
 

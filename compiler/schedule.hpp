@@ -112,6 +112,10 @@ struct Eligibility {
 
 struct Numerics {
   std::vector<std::string> bf16_rounding; ///< intermediates rounded to bf16, in program order
+  /// Mqk's diagonal: from the (rounded) anchored operands like every other
+  /// entry, or scale rq rk (q . k) from the raw bf16 rows in fp32 (exact
+  /// products), which one-token sequences need when Qd_a and Ki are bf16.
+  MqkDiagonal mqk_diagonal = MqkDiagonal::operands;
 };
 
 /// A decomposed design whose prepare kernel may run beside its recurrence

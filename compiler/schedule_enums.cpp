@@ -69,6 +69,8 @@ constexpr WordTable<DType, 7> k_dtype_words{{{DType::bf16, "bf16"},
 constexpr WordTable<LayoutKind, 2> k_layout_kind_words{{{LayoutKind::fixed, "fixed"}, {LayoutKind::packed, "packed"}}};
 constexpr WordTable<KernelRole, 3> k_kernel_role_words{
     {{KernelRole::fused, "fused"}, {KernelRole::prepare, "prepare"}, {KernelRole::recurrence, "recurrence"}}};
+constexpr WordTable<MqkDiagonal, 2> k_mqk_diagonal_words{
+    {{MqkDiagonal::operands, "operands"}, {MqkDiagonal::raw_rows, "raw_rows"}}};
 
 } // namespace
 
@@ -103,6 +105,7 @@ KDA_DEFINE_ENUM_WORDS(Region, region)
 KDA_DEFINE_ENUM_WORDS(DType, dtype)
 KDA_DEFINE_ENUM_WORDS(LayoutKind, layout_kind)
 KDA_DEFINE_ENUM_WORDS(KernelRole, kernel_role)
+KDA_DEFINE_ENUM_WORDS(MqkDiagonal, mqk_diagonal)
 
 #undef KDA_DEFINE_ENUM_WORDS
 

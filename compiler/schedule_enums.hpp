@@ -20,6 +20,7 @@ enum class Region { stage, shared };
 enum class DType { bf16, fp16, fp32, u32, u64, i32, i64 };
 enum class LayoutKind { fixed, packed };
 enum class KernelRole { fused, prepare, recurrence };
+enum class MqkDiagonal { operands, raw_rows };
 
 /// Bytes of one element.
 std::int64_t dtype_size(DType dtype);
@@ -41,6 +42,7 @@ KDA_DECLARE_ENUM_WORDS(Region, region)
 KDA_DECLARE_ENUM_WORDS(DType, dtype)
 KDA_DECLARE_ENUM_WORDS(LayoutKind, layout_kind)
 KDA_DECLARE_ENUM_WORDS(KernelRole, kernel_role)
+KDA_DECLARE_ENUM_WORDS(MqkDiagonal, mqk_diagonal)
 
 #undef KDA_DECLARE_ENUM_WORDS
 

@@ -99,7 +99,11 @@ ChunkOperands prepare_chunk(const HeadTokens& tokens, std::int64_t begin, double
       b = round_to_bf16(b);
     }
   }
+  // Kr is formed from Ki before Ki's own rounding point (the prepare kernels
+  // scale Ki in fp32; its bf16 copy is only an operand of L and Mqk).
+  Matrix ki_unrounded = ops.ki;
   if (r != nullptr) {
+    round_to_fp32(ki_unrounded);
     for (auto [point, m] : {std::pair{"kd_anchored", &ops.kd_anchored}, std::pair{"qd_anchored", &ops.qd_anchored},
                             std::pair{"ki", &ops.ki}}) {
       round_to_fp32(*m);
@@ -118,6 +122,9 @@ ChunkOperands prepare_chunk(const HeadTokens& tokens, std::int64_t begin, double
         ops.l(i, j) = ops.beta[static_cast<std::size_t>(i)] * dot_row(ops.kd_anchored, i, ops.ki, j);
       }
       ops.mqk(i, j) = dot_row(ops.qd_anchored, i, ops.ki, j);
+    }
+    if (config.mqk_diagonal_from_raw_rows) { // the anchor factors cancel exactly on the diagonal
+      ops.mqk(i, i) = scale * dot_row(q_hat, i, k_hat, i);
     }
   }
   if (r != nullptr) {
@@ -151,7 +158,7 @@ ChunkOperands prepare_chunk(const HeadTokens& tokens, std::int64_t begin, double
   for (std::size_t k = 0; k < ops.kr_exponent.size(); ++k) {
     ops.kr_exponent[k] = ops.g_total[k] - anchor;
   }
-  ops.kr = ops.ki;
+  ops.kr = ki_unrounded;
   for (std::int64_t j = 0; j < c; ++j) {
     for (std::int64_t k = 0; k < k_head_dim; ++k) {
       ops.kr(j, k) *= std::exp2(ops.kr_exponent[static_cast<std::size_t>(k)]);

@@ -28,6 +28,10 @@ struct ChunkConfig {
   /// Present: emulate a kernel's numerics (bf16 at these points, fp32
   /// products and state); absent: fp64 throughout.
   std::optional<RoundingPoints> rounding;
+  /// Mqk's diagonal as scale q^ . k^ from the normalised rows (no anchored
+  /// operand, so none of their rounding), as a kernel that forms it from the
+  /// raw rows does; otherwise from the operands like every other entry.
+  bool mqk_diagonal_from_raw_rows = false;
 
   static ChunkConfig unanchored_16() { return ChunkConfig{16, false, std::nullopt, 8, std::nullopt}; }
   static ChunkConfig anchored_32() { return ChunkConfig{32, true, std::nullopt, 8, std::nullopt}; }

@@ -16,6 +16,7 @@ ChunkConfig emulation_config(const NumericsPlan& n, int chunk_size) {
   c.inverse = n.inverse_block == chunk_size ? InverseScheme::forward_substitution : InverseScheme::blocked;
   c.inverse_block = n.inverse_block;
   c.rounding = RoundingPoints::from_names(n.bf16_rounding);
+  c.mqk_diagonal_from_raw_rows = n.mqk_diagonal_from_raw_rows;
   return c;
 }
 

@@ -207,6 +207,7 @@ void emit_plan_header(const KernelPlan& plan, SourceWriter& out) {
   // numerics shared with the CPU emulation (reference/emulation_config.hpp)
   constant(out, "ANCHOR_ROWS", plan.numerics.anchor_rows);     // C_a = ANCHOR_ROWS x gate_scale
   constant(out, "INVERSE_BLOCK", plan.numerics.inverse_block); // forward-substitution blocks of (I + L)^-1
+  constant(out, "MQK_DIAGONAL_FROM_RAW_ROWS", plan.numerics.mqk_diagonal_from_raw_rows ? 1 : 0);
   constant(out, "WS_RECORD_BYTES", plan.workspace.record_bytes);
   for (const WorkspaceField& f : plan.workspace.fields) {
     constant(out, "WS_" + f.name + "_OFFSET", f.offset);

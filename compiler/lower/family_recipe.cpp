@@ -128,8 +128,8 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           {"common/prologue", "common/sequences", "wgmma/record_core_matrices", "common/recurrence_io",
            "common/async_copy", "wgmma/async", "common/ready_flags", "common/prepare_ops"},
           {{KernelRole::prepare, "wgmma/prepare_chunk32", "kda::frag::prepare_chunk32",
-            {"q_raw", "k_raw", "g_raw", "rnorm", "beta", "gsum", "ki", "kda", "qda", "qda_lo", "ki_lo", "lmat", "mqk",
-             "kr", "tmat", "tt"},
+            {"q_raw", "k_raw", "g_raw", "rnorm", "beta", "gsum", "qkdot", "ki", "kda", "qda", "lmat", "mqk", "kr", "tmat",
+             "tt"},
             {"prepare"}},
            {KernelRole::recurrence, "wgmma/recurrence", "kda::frag::recurrence", {"record", "v", "out", "full", "empty"},
             {"mma", "producer"}}},
@@ -145,6 +145,7 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           {},
           std::nullopt,
           "",
+          MqkDiagonal::raw_rows, // Qda and Ki are bf16: the diagonal from the raw rows
       },
       // The fused design of seed note 000 (one kernel): the load warp and five
       // producer groups fill the ring, the state, MMA and epilogue roles

@@ -62,6 +62,9 @@ struct FamilyRecipe {
   std::optional<Umma> umma;
   /// The fragment that replaces `tcgen05/ops` on the sm_90a proxy target.
   std::string proxy_ops_fragment;
+  /// How its prepare kernel forms Mqk's diagonal (the schedule's
+  /// numerics.mqk_diagonal must say the same).
+  MqkDiagonal mqk_diagonal = MqkDiagonal::operands;
 };
 
 /// The recipe for `schedule`, or a ScheduleError naming what has no generator.

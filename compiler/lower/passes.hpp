@@ -51,6 +51,10 @@ ArgAbi plan_arg_abi(bool tensor_maps = false);
 /// the prepare kernel beside the recurrence (ScheduleError otherwise).
 std::optional<PrepareOverlapModel> plan_prepare_overlap(const ValidatedSchedule& schedule, const FamilyRecipe& recipe);
 
+/// The schedule's numerics.mqk_diagonal is how the generator's prepare kernel
+/// forms Mqk's diagonal (ScheduleError at /numerics/mqk_diagonal otherwise).
+void check_mqk_diagonal(const Schedule& schedule, const FamilyRecipe& recipe);
+
 /// Offsets of the workspace record (16-byte aligned fields).
 WorkspacePlan plan_workspace(const FamilyRecipe& recipe);
 

@@ -111,13 +111,12 @@ __device__ __forceinline__ void warp_product_16x16(const u8* x_hi, const u8* x_l
   }
 }
 
-// The 16x16 blocks Kd Ki^T (hi*hi + hi*lo: kd is a rounding point, no low
-// half) and Qd Ki^T (hi*hi + hi*lo + lo*hi) of one (row block, column block)
-// by one warp, from one load of the B fragments of Ki = k_hi + k_lo per K
-// step: five ldmatrix.x4 for both products where two warps took seven.
+// The 16x16 blocks Kd Ki^T and Qd Ki^T of one (row block, column block) by
+// one warp from bf16 operands (rounding points kd_anchored, qd_anchored, ki),
+// one load of Ki's B fragments for both: three ldmatrix.x4 and four MMAs per
+// K step. acc[nj] covers columns 8nj..8nj+7.
 template <class Rows>
-__device__ __forceinline__ void warp_products_kq_16x16(const u8* kd_hi, const u8* qd_hi, const u8* qd_lo,
-                                                       const u8* k_hi, const u8* k_lo, float (&l)[2][4],
+__device__ __forceinline__ void warp_products_kq_16x16(const u8* kd, const u8* qd, const u8* ki, float (&l)[2][4],
                                                        float (&m)[2][4]) {
   static_assert(kda_plan::HEAD_DIM == 128, "two 64-column halves");
 #pragma unroll
@@ -128,42 +127,33 @@ __device__ __forceinline__ void warp_products_kq_16x16(const u8* kd_hi, const u8
       m[nj][e] = 0.0f;
     }
   }
-  const LdmatrixRows<Rows> a_rows(kd_hi, false);
-  const LdmatrixRows<Rows> b_rows(k_hi, true);
-  const int qd_delta = static_cast<int>(qd_hi - kd_hi);
-  const int qd_lo_delta = static_cast<int>(qd_lo - kd_hi);
-  const int k_lo_delta = static_cast<int>(k_lo - k_hi);
+  const LdmatrixRows<Rows> a_rows(kd, false);
+  const LdmatrixRows<Rows> b_rows(ki, true);
+  const int qd_delta = static_cast<int>(qd - kd);
 #pragma unroll
   for (int ks = 0; ks < kda_plan::HEAD_DIM / 16; ++ks) {
-    u32 b_hi[4];
-    u32 b_lo[4];
+    u32 b[4];
     u32 a_kd[4];
     u32 a_qd[4];
-    u32 a_qd_lo[4];
-    ldmatrix_x4_shared(b_hi, b_rows.step(ks));
-    ldmatrix_x4_shared(b_lo, b_rows.step(ks, k_lo_delta));
+    ldmatrix_x4_shared(b, b_rows.step(ks));
     ldmatrix_x4_shared(a_kd, a_rows.step(ks));
     ldmatrix_x4_shared(a_qd, a_rows.step(ks, qd_delta));
-    ldmatrix_x4_shared(a_qd_lo, a_rows.step(ks, qd_lo_delta));
 #pragma unroll
     for (int nj = 0; nj < 2; ++nj) {
-      mma_bf16_16816(l[nj], a_kd, b_lo[2 * nj], b_lo[2 * nj + 1]);
-      mma_bf16_16816(l[nj], a_kd, b_hi[2 * nj], b_hi[2 * nj + 1]);
-      mma_bf16_16816(m[nj], a_qd_lo, b_hi[2 * nj], b_hi[2 * nj + 1]);
-      mma_bf16_16816(m[nj], a_qd, b_lo[2 * nj], b_lo[2 * nj + 1]);
-      mma_bf16_16816(m[nj], a_qd, b_hi[2 * nj], b_hi[2 * nj + 1]);
+      mma_bf16_16816(l[nj], a_kd, b[2 * nj], b[2 * nj + 1]);
+      mma_bf16_16816(m[nj], a_qd, b[2 * nj], b[2 * nj + 1]);
     }
   }
 }
 
-// 1 / sqrt(sum_k x[r][k]^2 + 1e-6) for the 16 rows of a bf16 SMEM tile (layout
-// Rows) by one warp: the diagonal of X X^T from m16n8k16
-// MMAs over K = HEAD_DIM. The B fragments of X^T are the A fragment's own
-// registers (B for columns n = rows 0-7 is {a0, a2}, for rows 8-15 {a1, a3}),
-// so one ldmatrix per K step. Thread (g, t = g / 2) holds diagonal elements g
-// and g + 8.
-template <class Rows>
-__device__ __forceinline__ void warp_row_rnorms(const u8* x, float* rnorm) {
+// The diagonal sum_k x[r][k] y[r][k] of X Y^T for the 16 rows of two bf16
+// SMEM tiles (layout Rows) by one warp, from m16n8k16 MMAs over K = HEAD_DIM
+// (bf16 products are exact in the fp32 accumulator). The B fragments of Y^T
+// are Y's A-fragment registers (B for columns n = rows 0-7 is {a0, a2}, for
+// rows 8-15 {a1, a3}): with X = Y one ldmatrix per K step. The thread with
+// t = g / 2 gets diagonal elements g (d.x) and g + 8 (d.y) and returns true.
+template <class Rows, bool SAME>
+__device__ __forceinline__ bool warp_row_diagonal(const u8* x, const u8* y, float2& d) {
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2;
   const int t = lane & 3;
@@ -175,19 +165,46 @@ __device__ __forceinline__ void warp_row_rnorms(const u8* x, float* rnorm) {
       acc[nt][e] = 0.0f;
     }
   }
-  const LdmatrixRows<Rows> rows(x, false);
+  const LdmatrixRows<Rows> x_rows(x, false);
+  const LdmatrixRows<Rows> y_rows(y, false);
 #pragma unroll
   for (int ks = 0; ks < kda_plan::HEAD_DIM / 16; ++ks) {
     u32 a[4];
-    ldmatrix_x4_shared(a, rows.step(ks));
-    mma_bf16_16816(acc[0], a, a[0], a[2]);
-    mma_bf16_16816(acc[1], a, a[1], a[3]);
+    ldmatrix_x4_shared(a, x_rows.step(ks));
+    u32 b[4] = {a[0], a[1], a[2], a[3]};
+    if constexpr (!SAME) {
+      ldmatrix_x4_shared(b, y_rows.step(ks));
+    }
+    mma_bf16_16816(acc[0], a, b[0], b[2]);
+    mma_bf16_16816(acc[1], a, b[1], b[3]);
   }
-  if (t == (g >> 1)) {
-    // selected, not indexed by g: a run-time index would put acc in local memory
-    const bool odd = (g & 1) != 0;
-    rnorm[g] = rsqrtf((odd ? acc[0][1] : acc[0][0]) + 1e-6f);
-    rnorm[g + 8] = rsqrtf((odd ? acc[1][3] : acc[1][2]) + 1e-6f);
+  // selected, not indexed by g: a run-time index would put acc in local memory
+  const bool odd = (g & 1) != 0;
+  d = make_float2(odd ? acc[0][1] : acc[0][0], odd ? acc[1][3] : acc[1][2]);
+  return t == (g >> 1);
+}
+
+// 1 / sqrt(sum_k x[r][k]^2 + 1e-6) for the 16 rows of a bf16 SMEM tile (layout
+// Rows) by one warp: the diagonal of X X^T.
+template <class Rows>
+__device__ __forceinline__ void warp_row_rnorms(const u8* x, float* rnorm) {
+  const int g = (threadIdx.x & 31) >> 2;
+  float2 d;
+  if (warp_row_diagonal<Rows, true>(x, x, d)) {
+    rnorm[g] = rsqrtf(d.x + 1e-6f);
+    rnorm[g + 8] = rsqrtf(d.y + 1e-6f);
+  }
+}
+
+// q . k (raw bf16 rows, fp32) for the 16 rows of the q and k tiles by one
+// warp: the diagonal of Q K^T.
+template <class Rows>
+__device__ __forceinline__ void warp_row_dots(const u8* q, const u8* k, float* dot) {
+  const int g = (threadIdx.x & 31) >> 2;
+  float2 d;
+  if (warp_row_diagonal<Rows, false>(q, k, d)) {
+    dot[g] = d.x;
+    dot[g + 8] = d.y;
   }
 }
 

@@ -14,17 +14,21 @@
 //            (gsum); after the barrier every thread adds the group sums in one
 //            order (never contracted), so all agree on G_tot bit for bit;
 //            this runs while the q and k rows are still arriving
-//   norm:    warps 0..3: diag(X X^T) of q rows 0-15, 16-31, k rows 0-15, 16-31
-//   center:  Kda = k^ 2^(G - C_a) (bf16), Qda = scale q^ 2^(G - C_a) and
-//            Ki = k^ 2^(C_a - G) as split operands hi + lo (bf16 each),
-//            Kr = k^ 2^(G_tot - G) = Ki 2^(G_tot - C_a) from Ki in fp32;
-//            gamma = 2^G_tot
-//   mqk:     warps 0-2: the blocks (0,0), (1,0), (1,1) of Kda Ki^T (hi*hi +
-//            hi*lo) and of Qda Ki^T (hi*hi + hi*lo + lo*hi), 16 x 16 x 128
-//            each, one warp both products of a block (ldmatrix fragments,
-//            Ki's loaded once for both); then
+//   norm:    warps 0..3: diag(X X^T) of q rows 0-15, 16-31, k rows 0-15,
+//            16-31; warps 4-5: diag(Q K^T) of rows 0-15, 16-31 (q . k from
+//            the raw rows, exact bf16 products in fp32)
+//   center:  Kda = k^ 2^(G - C_a), Qda = scale q^ 2^(G - C_a) and
+//            Ki = k^ 2^(C_a - G) in bf16 (rounding points kd_anchored,
+//            qd_anchored, ki), Kr = k^ 2^(G_tot - G) = Ki 2^(G_tot - C_a)
+//            from Ki in fp32; gamma = 2^G_tot
+//   mqk:     warps 0-2: the blocks (0,0), (1,0), (1,1) of Kda Ki^T and of
+//            Qda Ki^T, 16 x 16 x 128 each, one warp both products of a block
+//            (ldmatrix fragments, Ki's loaded once for both); then
 //            L = diag(beta) strict-lower(.) over Ki and Mqk = lower-incl(.)
-//            over Qda_lo
+//            over its tail, Mqk's diagonal as scale rq rk (q . k) from norm
+//            (MQK_DIAGONAL_FROM_RAW_ROWS: the anchored bf16 operands cannot
+//            resolve a near-cancelling q . k, which is a one-token
+//            sequence's whole output)
 //   inverse: warp 0: T11, T22 by forward substitution in fp32 (lanes 0-15 and
 //            16-31 at once), writing T11^T and T22^T (bf16) and arriving on a
 //            named barrier; then warps 0 and 1 each an 8-column slab of
@@ -38,8 +42,8 @@
 //            the row tile): the T11 and T22 blocks after the first barrier,
 //            the T21 block after the second (T12 = 0 skipped); stored as
 //            core matrices
-// The bf16 row tiles (q, k, g rows and the operands written over them, the lo
-// tiles, Kr) are SwizzledRows (common/prepare_ops): 256-byte rows, 128-byte
+// The bf16 row tiles (q, k, g rows and the operands written over them, Kr)
+// are SwizzledRows (common/prepare_ops): 256-byte rows, 128-byte
 // swizzle, no padding. Uses kda_plan::prepare::* and
 // wgmma/record_core_matrices (record_*_part, record_update_at).
 namespace kda {
@@ -56,12 +60,6 @@ __device__ __forceinline__ uint4 restore_anchor_x8(uint4 v, float restore) {
                          bf16_bits_to_float(static_cast<u16>(in[i] >> 16)) * restore);
   }
   return make_uint4(out[0], out[1], out[2], out[3]);
-}
-
-// The low halves x - bf16(x) of a split pair whose high halves are `hi`.
-__device__ __forceinline__ u32 split_lo(const float (&x)[2], u32 hi) {
-  return pack_bf16x2(x[0] - bf16_bits_to_float(static_cast<u16>(hi & 0xffffu)),
-                     x[1] - bf16_bits_to_float(static_cast<u16>(hi >> 16)));
 }
 
 // x = hi + lo as two tf32 operands, both by truncation (the low 13 bits
@@ -157,13 +155,14 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   static_assert(P::GSUM_BYTES >= 4 * (C / ROWS) * D, "one gate sum per row group and key column");
   static_assert(P::STAGES == 1 && P::CHUNKS_PER_CTA == 1, "one chunk per CTA");
   using Rows = SwizzledRows;
+  static_assert(kda_plan::MQK_DIAGONAL_FROM_RAW_ROWS == 1, "this fragment forms Mqk's diagonal from the raw rows");
   static_assert(P::Q_RAW_PITCH == D && P::K_RAW_PITCH == D && P::G_RAW_PITCH == D && P::KDA_PITCH == D &&
-                    P::QDA_PITCH == D && P::KI_PITCH == D && P::QDA_LO_PITCH == D && P::KI_LO_PITCH == D &&
-                    P::KR_PITCH == D,
+                    P::QDA_PITCH == D && P::KI_PITCH == D && P::KR_PITCH == D,
                 "the bf16 row tiles are unpadded 256-byte rows (SwizzledRows)");
   static_assert(P::Q_RAW_OFFSET % 128 == 0 && P::K_RAW_OFFSET % 128 == 0 && P::G_RAW_OFFSET % 128 == 0 &&
-                    P::QDA_LO_OFFSET % 128 == 0 && P::KI_LO_OFFSET % 128 == 0 && P::KR_OFFSET % 128 == 0,
+                    P::KR_OFFSET % 128 == 0,
                 "swizzled tiles start on 128-byte lines");
+  static_assert(P::QKDOT_BYTES >= 4 * C, "one q . k per row");
   static_assert(P::KI_OFFSET == P::Q_RAW_OFFSET && P::KDA_OFFSET == P::K_RAW_OFFSET && P::QDA_OFFSET == P::G_RAW_OFFSET,
                 "center overwrites each thread's own raw elements: ki, kda, qda alias q_raw, k_raw, g_raw element for element");
   static_assert(P::RNORM_OFFSET % 16 == 0 && P::LMAT_OFFSET % 16 == 0 && P::TMAT_OFFSET % 16 == 0 &&
@@ -218,11 +217,16 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   cp_async_wait<0>();
   __syncthreads(); // the q and k rows, gsum
 
-  // norm: warps 0-3 (the rest go on to the group sums)
+  // norm: warps 0-3 the row norms, warps 4-5 q . k per row (the rest go on
+  // to the group sums)
   float* const rnorm = reinterpret_cast<float*>(smem + P::RNORM_OFFSET); // [2][C]
+  float* const qkdot = reinterpret_cast<float*>(smem + P::QKDOT_OFFSET); // [C]
   if (warp < 4) {
     const int rows = HALF * (warp & 1);
     warp_row_rnorms<Rows>((warp < 2 ? q_raw : k_raw) + Rows::at(rows, 0), rnorm + C * (warp >> 1) + rows);
+  } else if (warp < 6) {
+    const int rows = HALF * (warp & 1);
+    warp_row_dots<Rows>(q_raw + Rows::at(rows, 0), k_raw + Rows::at(rows, 0), qkdot + rows);
   }
 
   // S before this group's first row and S_tot (G = gate_scale S): the group
@@ -253,8 +257,6 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   u8* const kda_s = smem + P::KDA_OFFSET;
   u8* const qda_s = smem + P::QDA_OFFSET;
   u8* const ki_s = smem + P::KI_OFFSET;
-  u8* const qda_lo_s = smem + P::QDA_LO_OFFSET;
-  u8* const ki_lo_s = smem + P::KI_LO_OFFSET;
   u8* const kr_s = smem + P::KR_OFFSET; // Kr = k^ 2^(G_tot - G) = Ki 2^(G_tot - C_a), from Ki in fp32
   const float kr_scale0 = fast_exp2(fmaf(gs, s_total.x, -anchor)); // 2^(G_tot - C_a)
   const float kr_scale1 = fast_exp2(fmaf(gs, s_total.y, -anchor));
@@ -291,8 +293,6 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
     *reinterpret_cast<u32*>(kda_s + at) = kda;
     *reinterpret_cast<u32*>(qda_s + at) = qda;
     *reinterpret_cast<u32*>(ki_s + at) = ki;
-    *reinterpret_cast<u32*>(qda_lo_s + at) = split_lo(qda_f, qda);
-    *reinterpret_cast<u32*>(ki_lo_s + at) = split_lo(ki_f, ki);
     *reinterpret_cast<u32*>(kr_s + at) = pack_bf16x2(ki_f[0] * kr_scale0, ki_f[1] * kr_scale1);
   }
   __syncthreads();
@@ -304,15 +304,14 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   const int jb = warp == 2 ? 1 : 0;
   float lprod[2][4];
   float mprod[2][4];
-  if (warp < 3) { // L from Kda in bf16 (rounding point kd_anchored), Mqk from Qda hi + lo
+  if (warp < 3) {
     const int a_rows = Rows::at(HALF * ib, 0);
     const int b_rows = Rows::at(HALF * jb, 0);
-    warp_products_kq_16x16<Rows>(kda_s + a_rows, qda_s + a_rows, qda_lo_s + a_rows, ki_s + b_rows,
-                                 ki_lo_s + b_rows, lprod, mprod);
+    warp_products_kq_16x16<Rows>(kda_s + a_rows, qda_s + a_rows, ki_s + b_rows, lprod, mprod);
   }
-  __syncthreads(); // ki, ki_lo and qda_lo are dead from here; kda and qda live on for the restore
+  __syncthreads(); // ki is dead from here; kda and qda live on for the restore
 
-  // L and Mqk blocks to SMEM (L over ki, Mqk over qda_lo)
+  // L and Mqk blocks to SMEM (both over ki); Mqk's diagonal scale rq rk q . k
   float* const lmat = reinterpret_cast<float*>(smem + P::LMAT_OFFSET); // [C][LMAT_PITCH]
   u8* const mqk_s = smem + P::MQK_OFFSET;                               // bf16 [C][MQK_PITCH]
   if (warp < 3) {
@@ -324,8 +323,10 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
         const int j = HALF * jb + 8 * nj + 2 * t;
         lmat[i * P::LMAT_PITCH + j] = i > j ? beta[i] * lprod[nj][2 * hf] : 0.0f;
         lmat[i * P::LMAT_PITCH + j + 1] = i > j + 1 ? beta[i] * lprod[nj][2 * hf + 1] : 0.0f;
-        const float m0 = i >= j ? mprod[nj][2 * hf] : 0.0f;
-        const float m1 = i >= j + 1 ? mprod[nj][2 * hf + 1] : 0.0f;
+        const float m0 = i > j ? mprod[nj][2 * hf] : i == j ? p.scale * rnorm[i] * rnorm[C + i] * qkdot[i] : 0.0f;
+        const float m1 = i > j + 1 ? mprod[nj][2 * hf + 1]
+                         : i == j + 1 ? p.scale * rnorm[i] * rnorm[C + i] * qkdot[i]
+                                      : 0.0f;
         *reinterpret_cast<u32*>(mqk_s + 2 * (i * P::MQK_PITCH + j)) = pack_bf16x2(m0, m1);
         if (warp == 0) { // the upper block (0, 1) of the lower-triangular Mqk
           *reinterpret_cast<u32*>(mqk_s + 2 * (i * P::MQK_PITCH + j + HALF)) = 0u;

@@ -116,9 +116,11 @@ TEST_CASE("every SMEM buffer of a generated plan is addressed by the fragments t
 TEST_CASE("the SMEM layout structs: aliases share a union, padding keeps planned offsets", "[compiler][emit][smem]") {
   const KernelPlan plan = test::lower_shipped("sm90_wgmma_c32", "sm_90a", LayoutKind::fixed);
   const std::string text = emit_cuda(plan).text;
-  // q_raw and the buffers that reuse its bytes (ki, then L) at offset 0, one union
+  // q_raw and the buffers that reuse its bytes (ki, then L at offset 0 and
+  // Mqk after it, placed by a padded member) in one union
+  CHECK_THAT(text, Contains("struct StageSlotUpTo_0_mqk { ::kda::u8 pad[4608]; ::kda::u16 mqk[1280]; };"));
   CHECK_THAT(text, Contains("struct StageSlotUpTo_0 {\n      union {\n        ::kda::u16 q_raw[4096];\n        "
-                            "::kda::u16 ki[4096];\n        float lmat[1152];\n      };"));
+                            "::kda::u16 ki[4096];\n        float lmat[1152];\n        StageSlotUpTo_0_mqk mqk_at;\n      };"));
   CHECK_THAT(text, Contains("static_assert(sizeof(StageSlotUpTo_0) == K_RAW_OFFSET, \"k_raw at its planned offset\");"));
   // the recurrence's ring of 4 record slots, then the shared buffers
   CHECK_THAT(text, Contains("struct Ring {\n      StageSlot slot[STAGES];"));

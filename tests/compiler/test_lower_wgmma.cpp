@@ -267,3 +267,21 @@ TEST_CASE("wgmma chunk 32: the recurrence's producer warpgroup hands registers t
   CHECK_THAT(emit_cuda(plain).text, Contains("__launch_bounds__(288) kda_prefill_sm90_wgmma_c16_recurrence("));
   CHECK_THAT(emit_cuda(plain).text, Contains("constexpr int PRODUCER_REGISTERS = 0;"));
 }
+
+TEST_CASE("numerics.mqk_diagonal must say how the generator forms Mqk's diagonal", "[compiler][lower][wgmma][numerics]") {
+  const KernelPlan c32 = test::lower_shipped("sm90_wgmma_c32", "sm_90a", LayoutKind::fixed);
+  CHECK(c32.numerics.mqk_diagonal_from_raw_rows);
+  CHECK_THAT(emit_cuda(c32).text, Contains("constexpr int MQK_DIAGONAL_FROM_RAW_ROWS = 1;"));
+  CHECK_FALSE(test::lower_shipped("sm90_wgmma_c16", "sm_90a", LayoutKind::fixed).numerics.mqk_diagonal_from_raw_rows);
+
+  nlohmann::json c32_operands = test::shipped_schedule_json("sm90_wgmma_c32");
+  c32_operands["numerics"].erase("mqk_diagonal");
+  CHECK_THAT(problems_of_lowering(c32_operands, "sm_90a"),
+             Contains("/numerics/mqk_diagonal: the wgmma_decomposed_c32 generator forms Mqk's diagonal from the raw q "
+                      "and k rows"));
+  nlohmann::json c16_raw = test::shipped_schedule_json("sm90_wgmma_c16");
+  c16_raw["numerics"]["mqk_diagonal"] = "raw_rows";
+  CHECK_THAT(problems_of_lowering(c16_raw, "sm_90a"),
+             Contains("/numerics/mqk_diagonal: the wgmma_decomposed_c16 generator forms Mqk's diagonal from the "
+                      "anchored operands"));
+}

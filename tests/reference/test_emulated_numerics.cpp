@@ -138,6 +138,28 @@ TEST_CASE("the seed's chunk-32 rounding plan needs near-fp32 Mqk products", "[re
   CHECK(with_split.final_state <= 1e-2);
 }
 
+// sm90_wgmma_c32 rounds Qd_a and Ki to bf16 (the seed's plan, one pass of
+// bf16 MMAs for L and Mqk) and forms Mqk's diagonal from the raw rows instead:
+// q^ . k^ needs no anchor factor, and it is the whole output of a one-token
+// sequence. The same plan with the diagonal from the operands misses spec
+// section 8 there.
+TEST_CASE("bf16 anchored operands meet spec section 8 when Mqk's diagonal comes from the raw rows",
+          "[reference][emulation]") {
+  const kda::Schedule& s = *kda::find_shipped_schedule("sm90_wgmma_c32");
+  double departure = 0.0;
+  const ChunkConfig shipped = emulation_of(s);
+  CHECK(shipped.rounding->has("qd_anchored"));
+  CHECK(shipped.rounding->has("ki"));
+  REQUIRE(shipped.mqk_diagonal_from_raw_rows);
+  const RmsErrors with_raw_diagonal = emulate_schedule(s, shipped, 9100, departure);
+  CHECK(with_raw_diagonal.output <= 1e-2);
+  CHECK(with_raw_diagonal.final_state <= 1e-2);
+  ChunkConfig from_operands = shipped;
+  from_operands.mqk_diagonal_from_raw_rows = false;
+  const RmsErrors without = emulate_schedule(s, from_operands, 9100, departure);
+  CHECK(without.output > 1e-2);
+}
+
 TEST_CASE("bf16 rounding is to nearest even and unknown rounding points are refused", "[reference][emulation]") {
   CHECK(round_to_bf16(1.0) == 1.0);
   CHECK(round_to_bf16(1.0 + std::ldexp(1.0, -8)) == 1.0);                          // tie -> even (1.0)

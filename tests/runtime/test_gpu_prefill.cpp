@@ -64,6 +64,12 @@ TEST_CASE("gpu prefill: gate extremes at lower_bound -5", "[gpu][prefill]") {
        22});
   run({"dt_bias U[-8,8] fixed B1 T2048 H2", fixed(1, 2048, 2, GateDistribution::bias_uniform_8),
        GpuStateMode::inplace_bf16, false, 23});
+  // one-token sequences at fast decay: the output is q . k v beta alone, a
+  // near-cancelling dot product (sm90_wgmma_c32 forms Mqk's diagonal from the
+  // raw rows for it, schedules/README.md)
+  ProblemSpec ones = packed({1, 1, 2, 1, 0, 1, 33, 1, 1, 1}, 16);
+  ones.gate = GateDistribution::all_plus_8;
+  run({"g=+8 packed one-token seqs H16 fp32", ones, GpuStateMode::inplace_fp32, false, 24});
 }
 
 TEST_CASE("gpu prefill: packed layout with tiny and zero-length sequences", "[gpu][prefill]") {
