@@ -33,6 +33,10 @@ struct SwizzledRows {
   __device__ __forceinline__ static int at(int row, int col) {
     return row * (2 * kda_plan::HEAD_DIM) + ((((col >> 3) ^ row) & 7) << 4) + ((col >> 6) << 7) + ((col & 7) << 1);
   }
+  // at(row, 8 block) = row * 256 + block_offset(16 block, 16 (row & 7)): the
+  // XOR swizzle of the 16-byte block inside its 128-byte half (bit 7, the
+  // half, is block's bit 3), one LOP3 where both are kept pre-shifted
+  __device__ __forceinline__ static int block_offset(int block16, int row7_16) { return block16 ^ row7_16; }
 };
 
 // This lane's ldmatrix.x4 row addresses (shared space) in a 16-row block of

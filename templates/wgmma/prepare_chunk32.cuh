@@ -397,30 +397,37 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   } else {
     // the record's Kd = Kda 2^C_a and Qd = Qda 2^C_a: the 64 rows n of KQ
     // (Kd rows 0-31 from kda, Qd rows 32-63 from qda, the tile after it) in
-    // 16 16-byte parts of 8 keys, over the 192 threads of warps 2-7. Item
-    // i = 64 part + n, a warp 32 consecutive items: one part of 32 rows n,
-    // which the record holds as 512 contiguous bytes (K-major core matrices,
-    // N groups adjacent: SBO 128) and the swizzled tile as conflict-free
-    // 16-byte reads: a warp's store covers 4 whole 128-byte lines, where
-    // 16 consecutive parts of a row touched 16 lines one sector each
+    // 16 16-byte parts of 8 keys, over the 192 threads of warps 2-7: a thread
+    // keeps its row n = worker % 64 and takes parts first_part + 3 k (first_part =
+    // worker / 64), so a warp stores one part of 32 rows n, which the record
+    // holds as 512 contiguous bytes (K-major core matrices, N groups adjacent:
+    // SBO 128) and the swizzled tile serves as conflict-free 16-byte reads: a
+    // warp's store covers 4 whole 128-byte lines, where 16 consecutive parts
+    // of a row touched 16 lines one sector each
     constexpr int parts = D / 8;
     constexpr int workers = P::THREADS - 32 * INVERSE_WARPS;
-    constexpr int items = 2 * C * parts;
-    static_assert(workers % 32 == 0 && (2 * C) % 32 == 0 && items % 32 == 0,
-                  "a warp's 32 items are 32 rows of one part; the bound below is warp-uniform");
+    constexpr int part_step = workers / (2 * C); // a thread keeps its row n and takes parts first_part + 3 k
+    static_assert(workers % (2 * C) == 0 && (2 * C) % 32 == 0,
+                  "a warp's 32 items are 32 rows of one part; first_part is warp-uniform");
     static_assert(P::QDA_OFFSET == P::KDA_OFFSET + C * 2 * D, "qda's rows follow kda's");
     static_assert(kda_plan::WS_KQ_SBO == 128, "KQ's rows n of one part are contiguous in the record");
     const unsigned worker = threadIdx.x - 32u * INVERSE_WARPS;
+    const int n = static_cast<int>(worker % (2 * C));
+    const int first_part = static_cast<int>(worker / (2 * C));
     const float restore = fast_exp2(anchor);
+    // record_kd_part(C + r, .) is record_qd_part(r, .): KQ's N rows run on into
+    // Qd; parts advance by LBO (an immediate per k), the source block by the
+    // swizzle's XOR (Rows::at(n, 8 part) = n 256 + block_offset(16 part, 16 (n & 7)))
+    static_assert(Rows::pitch == D, "SwizzledRows: 256-byte rows");
+    const u8* const src_row = kda_s + n * 2 * D;
+    const int row7_16 = (n & 7) << 4;
+    u8* const dst = record + record_kd_part(n, first_part);
 #pragma unroll
-    for (int k = 0; k < (items + workers - 1) / workers; ++k) {
-      const unsigned i = worker + workers * k;
-      if (i < items) {
-        const unsigned n = i % (2 * C);
-        const unsigned part = i / (2 * C);
-        const uint4 x = *reinterpret_cast<const uint4*>(kda_s + Rows::at(n, 8 * part));
-        // record_kd_part(C + r, .) is record_qd_part(r, .): KQ's N rows run on into Qd
-        *reinterpret_cast<uint4*>(record + record_kd_part(n, part)) = restore_anchor_x8(x, restore);
+    for (int k = 0; k < (parts + part_step - 1) / part_step; ++k) {
+      if (first_part + part_step * k < parts) {
+        const uint4 x = *reinterpret_cast<const uint4*>(
+            src_row + Rows::block_offset(16 * (first_part + part_step * k), row7_16));
+        *reinterpret_cast<uint4*>(dst + part_step * k * kda_plan::WS_KQ_LBO) = restore_anchor_x8(x, restore);
       }
     }
 
@@ -447,18 +454,25 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
       mma_bf16_16816(acc[0], x, bt[0], bt[1]);
       mma_bf16_16816(acc[1], x, bt[2], bt[3]);
     };
+    // UPD element (n0 + g + 8 hf, 16 np + 8 nt + 2 t) of a unit: this thread's
+    // element of the core matrix (record_update_at(g, 2 t)) plus the matrix's
+    // offset, (n0 / 8 + hf) SBO + (2 np + nt) LBO: one base per unit, the rest
+    // immediates
+    static_assert(kda_plan::WS_UPD_SBO > 0 && kda_plan::WS_UPD_LBO > 0, "UPD in K-major core matrices");
+    u8* const upd_thread = record + record_update_at(g, 2 * t);
     auto store_columns = [&](int n0, int np, const float (&acc)[2][4]) {
+      u8* const unit = upd_thread + (n0 / 8) * kda_plan::WS_UPD_SBO;
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
         for (int hf = 0; hf < 2; ++hf) {
-          *reinterpret_cast<u32*>(record + record_update_at(n0 + g + 8 * hf, HALF * np + 8 * nt + 2 * t)) =
+          *reinterpret_cast<u32*>(unit + hf * kda_plan::WS_UPD_SBO + (2 * np + nt) * kda_plan::WS_UPD_LBO) =
               pack_bf16x2(acc[nt][2 * hf], acc[nt][2 * hf + 1]);
         }
       }
     };
     auto unit_rows = [&](int k) { return k == 0 ? fold_warp : fold_warp + FOLD_WARPS; };
-    auto unit_n0 = [&](int u) { return u < 8 ? 16 * u : D + 16 * (u - 8); };
+    auto unit_n0 = [&](int u) { return 16 * u; }; // Kr^T rows 16 u (u < 8), then Mqk rows D + 16 (u - 8)
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
       if (k < units) {
