@@ -260,6 +260,36 @@ __device__ __forceinline__ PrepareChunk prepare_chunk_of_block(const kda_plan::K
   return prepare_chunk_at(p, blockIdx.x);
 }
 
+// prepare_chunk_of_block of a packed layout found by warp 0 alone (the
+// sequence search needs a whole warp; it and the span's dependent loads are
+// the same for every warp) and handed to the CTA through `info` (7 i64 in
+// SMEM) with one barrier, which every thread reaches.
+__device__ __forceinline__ PrepareChunk prepare_chunk_of_block_once(const kda_plan::KdaParams& p, int& h, i64* info) {
+  if (threadIdx.x < 32) {
+    const PrepareChunk c = prepare_chunk_of_block(p, h);
+    if (threadIdx.x == 0) {
+      info[0] = c.chunk;
+      info[1] = c.seq.start;
+      info[2] = c.seq.length;
+      info[3] = c.seq.first_chunk;
+      info[4] = c.row0;
+      info[5] = c.valid;
+      info[6] = c.exists ? 1 : 0;
+    }
+  }
+  __syncthreads();
+  h = p.chunk_major ? static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.y);
+  PrepareChunk c;
+  c.chunk = info[0];
+  c.seq.start = info[1];
+  c.seq.length = info[2];
+  c.seq.first_chunk = info[3];
+  c.row0 = info[4];
+  c.valid = static_cast<int>(info[5]);
+  c.exists = info[6] != 0;
+  return c;
+}
+
 // Column j of T = (I + L)^-1 for a 16 x 16 strictly lower L (fp32 rows at
 // `l`, PITCH elements apart, 16-byte aligned) by forward substitution; zero
 // above the diagonal. L's rows are read 4 elements per load (the lanes of a

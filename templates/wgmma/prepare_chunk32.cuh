@@ -6,8 +6,10 @@
 // 8 warps; in gather and center thread (group, pair) =
 // (threadIdx.x / 64, threadIdx.x % 64) owns key columns 2 pair, 2 pair + 1 of
 // rows 8 group .. 8 group + 7 (4-byte bf16-pair accesses; a warp covers a row).
-//   load:    g rows, then q and k rows, with 16-byte cp.async in two commit
-//            groups (common/prepare_ops); warp 0 the betas meanwhile
+//   load:    (packed layout: warp 0 finds the chunk's sequence and hands it
+//            over in chunk_info, one barrier) g rows, then q and k rows, with
+//            16-byte cp.async in two commit groups (common/prepare_ops); warp
+//            0 the betas meanwhile
 //   gather:  the gates of a thread's elements as s = sigmoid(.) (the gate in
 //            log2 is gate_scale s, the factor applied in center's FFMAs) and
 //            their prefix S over its rows; each row group's sum to SMEM
@@ -178,7 +180,11 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   const int g = lane >> 2;
   const int t = lane & 3;
 
-  const PrepareChunk c = prepare_chunk_of_block(p, h);
+  static_assert(P::CHUNK_INFO_BYTES >= 7 * 8 && P::CHUNK_INFO_OFFSET % 8 == 0, "the chunk's 7 i64 for the CTA");
+  const PrepareChunk c =
+      kda_plan::LAYOUT_PACKED
+          ? prepare_chunk_of_block_once(p, h, reinterpret_cast<i64*>(smem + P::CHUNK_INFO_OFFSET))
+          : prepare_chunk_of_block(p, h);
   if (!c.exists) {
     return;
   }
