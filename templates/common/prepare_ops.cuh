@@ -251,12 +251,14 @@ __device__ __forceinline__ PrepareChunk prepare_chunk_in_sequence(const kda_plan
 // beside the recurrence, schedule `prepare_overlap`): x = head, y = sequence,
 // z = local chunk - p.chunk_begin, so that CTAs start in the order the
 // recurrence consumes the records (chunk j of every pair before chunk j + 1).
+__device__ __forceinline__ int prepare_head_of_block(const kda_plan::KdaParams& p) {
+  return p.chunk_major ? static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.y);
+}
 __device__ __forceinline__ PrepareChunk prepare_chunk_of_block(const kda_plan::KdaParams& p, int& h) {
+  h = prepare_head_of_block(p);
   if (p.chunk_major) {
-    h = blockIdx.x;
     return prepare_chunk_in_sequence(p, blockIdx.y, p.chunk_begin + static_cast<i64>(blockIdx.z));
   }
-  h = blockIdx.y;
   return prepare_chunk_at(p, blockIdx.x);
 }
 
@@ -265,8 +267,10 @@ __device__ __forceinline__ PrepareChunk prepare_chunk_of_block(const kda_plan::K
 // the same for every warp) and handed to the CTA through `info` (7 i64 in
 // SMEM) with one barrier, which every thread reaches.
 __device__ __forceinline__ PrepareChunk prepare_chunk_of_block_once(const kda_plan::KdaParams& p, int& h, i64* info) {
+  h = prepare_head_of_block(p);
   if (threadIdx.x < 32) {
-    const PrepareChunk c = prepare_chunk_of_block(p, h);
+    int warp_h = 0;
+    const PrepareChunk c = prepare_chunk_of_block(p, warp_h);
     if (threadIdx.x == 0) {
       info[0] = c.chunk;
       info[1] = c.seq.start;
@@ -278,7 +282,6 @@ __device__ __forceinline__ PrepareChunk prepare_chunk_of_block_once(const kda_pl
     }
   }
   __syncthreads();
-  h = p.chunk_major ? static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.y);
   PrepareChunk c;
   c.chunk = info[0];
   c.seq.start = info[1];

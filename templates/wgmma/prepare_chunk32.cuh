@@ -26,8 +26,8 @@
 //   mqk:     warps 0-2: the blocks (0,0), (1,0), (1,1) of Kda Ki^T and of
 //            Qda Ki^T, 16 x 16 x 128 each, one warp both products of a block
 //            (ldmatrix fragments, Ki's loaded once for both); then
-//            L = diag(beta) strict-lower(.) over Ki and Mqk = lower-incl(.)
-//            over its tail, Mqk's diagonal as scale rq rk (q . k) from norm
+//            L = diag(beta) strict-lower(.) and Mqk = lower-incl(.), both
+//            in Ki's bytes, Mqk's diagonal as scale rq rk (q . k) from norm
 //            (MQK_DIAGONAL_FROM_RAW_ROWS: the anchored bf16 operands cannot
 //            resolve a near-cancelling q . k, which is a one-token
 //            sequence's whole output)
