@@ -4,7 +4,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <initializer_list>
+#include <span>
 
 namespace kda {
 namespace {
@@ -33,10 +37,15 @@ void require_dtype(const char* name, const TensorRef& t, std::initializer_list<E
   throw TensorError(name, fmt::format("expected dtype {}, got {}", want, to_string(t.dtype)));
 }
 
-void require_shape(const char* name, const TensorRef& t, const std::vector<std::int64_t>& shape) {
-  if (t.shape != shape) {
-    throw TensorError(name, fmt::format("expected shape {}, got {}", shape_string(shape), shape_string(t.shape)));
+void require_shape(const char* name, const TensorRef& t, std::span<const std::int64_t> shape) {
+  if (!std::ranges::equal(t.shape, shape)) {
+    throw TensorError(name, fmt::format("expected shape {}, got {}", shape_string({shape.begin(), shape.end()}),
+                                        shape_string(t.shape)));
   }
+}
+
+void require_shape(const char* name, const TensorRef& t, std::initializer_list<std::int64_t> shape) {
+  require_shape(name, t, std::span<const std::int64_t>(shape.begin(), shape.size()));
 }
 
 void require_strides_rank(const char* name, const TensorRef& t) {
@@ -78,8 +87,11 @@ void require_device(const char* name, const TensorRef& t, int device, const Poin
   }
 }
 
-void require_no_overlap(const Named& output, const std::vector<Named>& others) {
+void require_no_overlap(const Named& output, std::span<const Named> others) {
   for (const Named& o : others) {
+    if (o.tensor == output.tensor) {
+      continue; // itself
+    }
     if (o.tensor->defined() && output.tensor->begin_address() < o.tensor->end_address() &&
         o.tensor->begin_address() < output.tensor->end_address()) {
       throw TensorError(output.name, fmt::format("overlaps input '{}' (bytes {:#x}..{:#x} and {:#x}..{:#x})", o.name,
@@ -132,7 +144,7 @@ void check_beta_and_gate_params(const PrefillArgs& a, ProblemShape& p) {
   require_dtype("beta", a.beta, {ElementType::bf16});
   require_shape("beta", a.beta, {p.batch, p.seq_len, p.heads});
   require_strides_rank("beta", a.beta);
-  const std::vector<std::int64_t> s = a.beta.effective_strides();
+  const std::int64_t s[3] = {a.beta.stride(0), a.beta.stride(1), a.beta.stride(2)};
   if (s[2] != 1) {
     throw TensorError("beta", fmt::format("expected unit head stride, got stride {}", s[2]));
   }
@@ -160,8 +172,9 @@ void check_beta_and_gate_params(const PrefillArgs& a, ProblemShape& p) {
     throw TensorError("dt_bias", "is required");
   }
   require_dtype("dt_bias", a.dt_bias, {ElementType::fp32});
-  if (a.dt_bias.shape != std::vector<std::int64_t>{p.heads, k_head_dim} &&
-      a.dt_bias.shape != std::vector<std::int64_t>{p.heads * k_head_dim}) {
+  const std::int64_t per_head[2] = {p.heads, k_head_dim};
+  const std::int64_t flat[1] = {p.heads * k_head_dim};
+  if (!std::ranges::equal(a.dt_bias.shape, per_head) && !std::ranges::equal(a.dt_bias.shape, flat)) {
     throw TensorError("dt_bias", fmt::format("expected shape [{0}, 128] or [{1}], got {2}", p.heads,
                                              p.heads * k_head_dim, shape_string(a.dt_bias.shape)));
   }
@@ -207,7 +220,7 @@ void check_layout(const PrefillArgs& a, ProblemShape& p) {
 }
 
 void check_state(const PrefillArgs& a, ProblemShape& p) {
-  const std::vector<std::int64_t> state_shape{p.num_seqs, p.heads, k_head_dim, k_head_dim};
+  const std::int64_t state_shape[4] = {p.num_seqs, p.heads, k_head_dim, k_head_dim};
   if (a.initial_state.defined()) {
     require_dtype("initial_state", a.initial_state, {ElementType::bf16, ElementType::fp32});
     require_shape("initial_state", a.initial_state, state_shape);
@@ -235,15 +248,22 @@ void check_state(const PrefillArgs& a, ProblemShape& p) {
 }
 
 void check_outputs(const PrefillArgs& a) {
-  const std::vector<Named> inputs = {{"q", &a.q},         {"k", &a.k},           {"v", &a.v},
-                                     {"g", &a.g},         {"beta", &a.beta},     {"A_log", &a.a_log},
-                                     {"dt_bias", &a.dt_bias}, {"initial_state", &a.initial_state},
-                                     {"cu_seqlens", &a.cu_seqlens}};
+  // The inputs, then the outputs an output must not overlap either.
+  const std::array<Named, 11> tensors = {{{"q", &a.q},
+                                          {"k", &a.k},
+                                          {"v", &a.v},
+                                          {"g", &a.g},
+                                          {"beta", &a.beta},
+                                          {"A_log", &a.a_log},
+                                          {"dt_bias", &a.dt_bias},
+                                          {"initial_state", &a.initial_state},
+                                          {"cu_seqlens", &a.cu_seqlens},
+                                          {"out", &a.out},
+                                          {"final_state", &a.final_state}}};
+  const std::span<const Named> inputs(tensors.data(), 9);
   if (a.initial_state.defined()) {
     // Updated in place: an output that must not share bytes with any input.
-    std::vector<Named> read_only = inputs;
-    std::erase_if(read_only, [](const Named& n) { return std::string(n.name) == "initial_state"; });
-    require_no_overlap({"initial_state", &a.initial_state}, read_only);
+    require_no_overlap({"initial_state", &a.initial_state}, inputs);
   }
   if (a.out.defined()) {
     require_dtype("out", a.out, {ElementType::bf16});
@@ -253,9 +273,7 @@ void check_outputs(const PrefillArgs& a) {
     require_no_overlap({"out", &a.out}, inputs);
   }
   if (a.final_state.defined()) {
-    std::vector<Named> others = inputs;
-    others.push_back({"out", &a.out});
-    require_no_overlap({"final_state", &a.final_state}, others);
+    require_no_overlap({"final_state", &a.final_state}, std::span<const Named>(tensors.data(), 10));
   }
 }
 
@@ -268,12 +286,17 @@ ProblemShape check_prefill_args(const PrefillArgs& args, int device, const Point
   check_layout(args, p);
   check_state(args, p);
   check_outputs(args);
-  const std::vector<Named> all = {{"q", &args.q},           {"k", &args.k},
-                                  {"v", &args.v},           {"g", &args.g},
-                                  {"beta", &args.beta},     {"A_log", &args.a_log},
-                                  {"dt_bias", &args.dt_bias}, {"initial_state", &args.initial_state},
-                                  {"cu_seqlens", &args.cu_seqlens}, {"out", &args.out},
-                                  {"final_state", &args.final_state}};
+  const std::array<Named, 11> all = {{{"q", &args.q},
+                                       {"k", &args.k},
+                                       {"v", &args.v},
+                                       {"g", &args.g},
+                                       {"beta", &args.beta},
+                                       {"A_log", &args.a_log},
+                                       {"dt_bias", &args.dt_bias},
+                                       {"initial_state", &args.initial_state},
+                                       {"cu_seqlens", &args.cu_seqlens},
+                                       {"out", &args.out},
+                                       {"final_state", &args.final_state}}};
   for (const Named& n : all) {
     if (n.tensor->defined()) {
       require_device(n.name, *n.tensor, device, pointer_device);

@@ -213,11 +213,11 @@ cache::CurrentIdentity KernelRegistry::current_identity() {
 
 std::shared_ptr<const PreparedKernel> KernelRegistry::prepare(const Schedule& schedule, const Target& target,
                                                               const ShapeKey& shape) {
-  const std::string memo = fmt::format("{}|{}|{}|{}", schedule.name, static_cast<const void*>(&schedule), target.name,
-                                       shape.canonical());
+  const auto memo_view = std::make_tuple(std::string_view(schedule.name), &schedule, std::string_view(target.name),
+                                         shape.head_dim, shape.input_dtype, shape.state_dtype, shape.layout);
   {
     std::lock_guard lock(m_mutex);
-    auto it = m_prepared.find(memo);
+    auto it = m_prepared.find(memo_view);
     if (it != m_prepared.end()) {
       return it->second;
     }
@@ -230,7 +230,7 @@ std::shared_ptr<const PreparedKernel> KernelRegistry::prepare(const Schedule& sc
     auto prepared = std::make_shared<const PreparedKernel>(
         PreparedKernel{std::move(plan), cache::make_cache_key(entry->manifest.key_fields), std::move(entry)});
     std::lock_guard lock(m_mutex);
-    return m_prepared.emplace(memo, prepared).first->second;
+    return m_prepared.emplace(PreparedSlot{schedule.name, &schedule, target.name, shape}, prepared).first->second;
   }
   // the disk cache and NVRTC: keyed by this process's NVRTC (ToolchainError without one)
   const cache::CacheKey key =
@@ -264,14 +264,13 @@ std::shared_ptr<const PreparedKernel> KernelRegistry::prepare(const Schedule& sc
   }
   auto prepared = std::make_shared<const PreparedKernel>(PreparedKernel{std::move(plan), key, std::move(entry)});
   std::lock_guard lock(m_mutex);
-  return m_prepared.emplace(memo, prepared).first->second;
+  return m_prepared.emplace(PreparedSlot{schedule.name, &schedule, target.name, shape}, prepared).first->second;
 }
 
 const runtime::LoadedModule& KernelRegistry::module_for(const PreparedKernel& kernel) {
   CUcontext context = runtime::ensure_current_context();
   std::lock_guard lock(m_mutex);
-  auto slot = std::make_pair(static_cast<void*>(context), kernel.key.hex());
-  auto it = m_modules.find(slot);
+  auto it = m_modules.find(std::make_tuple(static_cast<void*>(context), std::string_view(kernel.key.hex())));
   if (it != m_modules.end()) {
     return *it->second;
   }
@@ -285,7 +284,7 @@ const runtime::LoadedModule& KernelRegistry::module_for(const PreparedKernel& ke
       module->set_max_dynamic_smem(e.entry_name, static_cast<int>(e.launch.dynamic_smem));
     }
   }
-  return *m_modules.emplace(slot, std::move(module)).first->second;
+  return *m_modules.emplace(ModuleSlot{context, kernel.key.hex()}, std::move(module)).first->second;
 }
 
 } // namespace kda

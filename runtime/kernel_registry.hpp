@@ -14,6 +14,7 @@
 #include "cache/eviction.hpp"
 #include "compiler/kernel_plan.hpp"
 #include "compiler/schedule.hpp"
+#include "compiler/shape_key.hpp"
 #include "runtime/loaded_module.hpp"
 
 #include <map>
@@ -21,6 +22,8 @@
 #include <mutex>
 #include <ostream>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <vector>
 
 namespace kda {
@@ -76,10 +79,42 @@ private:
   void collect_once();
 
 
+  /// prepare()'s memo key: the schedule (name and object), the target and
+  /// the shape key's fields. Compared as a tuple, no text built per call.
+  struct PreparedSlot {
+    std::string schedule_name;
+    const Schedule* schedule = nullptr;
+    std::string target;
+    ShapeKey shape;
+  };
+  /// module_for()'s key: the context and the kernel's cache key (hex).
+  struct ModuleSlot {
+    void* context = nullptr;
+    std::string key_hex;
+  };
+  /// Orders slots and their non-owning views alike (heterogeneous lookup:
+  /// the dispatch path looks up without copying a string).
+  struct SlotLess {
+    using is_transparent = void;
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      return tie(a) < tie(b);
+    }
+    static auto tie(const PreparedSlot& s) {
+      return std::make_tuple(std::string_view(s.schedule_name), s.schedule, std::string_view(s.target),
+                             s.shape.head_dim, s.shape.input_dtype, s.shape.state_dtype, s.shape.layout);
+    }
+    static auto tie(const ModuleSlot& s) { return std::make_tuple(s.context, std::string_view(s.key_hex)); }
+    template <class T>
+    static auto tie(const T& view) {
+      return view;
+    }
+  };
+
   std::mutex m_mutex;
   std::unique_ptr<cache::DiskCache> m_cache;
-  std::map<std::string, std::shared_ptr<const PreparedKernel>> m_prepared;
-  std::map<std::pair<void*, std::string>, std::unique_ptr<runtime::LoadedModule>> m_modules;
+  std::map<PreparedSlot, std::shared_ptr<const PreparedKernel>, SlotLess> m_prepared;
+  std::map<ModuleSlot, std::unique_ptr<runtime::LoadedModule>, SlotLess> m_modules;
   std::string m_nvrtc_version;
   std::vector<std::shared_ptr<const cache::Bundle>> m_bundles;
   bool m_jit_enabled = true;

@@ -48,7 +48,7 @@ struct KnownDevice {
 
 struct CallSetup {
   ProblemShape problem;
-  RouteDecision route;
+  const RouteDecision* route = nullptr; ///< memoised (route_memo): never copied per call
   const KnownDevice* device = nullptr;
 };
 
@@ -94,7 +94,7 @@ const TuningTable& tuning_table() {
 using RouteMemoKey = std::tuple<int, int, int, int, int, int, int, bool, std::int64_t, std::string, double,
                                 std::string, int, int>;
 
-RouteDecision route_memo(const DeviceDescription& d, const ProblemShape& p, const PrefillOptions& options) {
+const RouteDecision& route_memo(const DeviceDescription& d, const ProblemShape& p, const PrefillOptions& options) {
   static std::mutex mutex;
   static std::map<RouteMemoKey, RouteDecision> memo;
   const ShapeClass shape = shape_class(static_cast<std::int64_t>(p.num_seqs) * p.heads, d.sm_count);
@@ -128,7 +128,7 @@ CallSetup set_up(const PrefillArgs& args, const PrefillOptions& options) {
   CallSetup s;
   s.device = &describe_current_device();
   s.problem = check_prefill_args(args, s.device->info.ordinal, pointer_device);
-  s.route = route_memo(s.device->description, s.problem, options);
+  s.route = &route_memo(s.device->description, s.problem, options);
   return s;
 }
 
@@ -245,9 +245,14 @@ OverlapDecision decide_overlap(const KernelPlan& plan, const runtime::LoadedModu
   }
   OverlapDecision decision = decide_prepare_overlap(*plan.prepare_overlap, r);
   // Measurement aid (docs/runtime.md): KDAJIT_PREPARE_LEAD=F replaces the
-  // model's lead by F x the chunks per sequence (timing only, same results).
-  if (const char* lead = std::getenv("KDAJIT_PREPARE_LEAD"); decision.overlap && lead != nullptr) {
-    const double fraction = std::clamp(std::atof(lead), 0.0, 1.0);
+  // model's lead by F x the chunks per sequence (timing only, same results);
+  // read once per process, not on every call's dispatch path.
+  static const std::optional<double> k_lead_fraction = []() -> std::optional<double> {
+    const char* lead = std::getenv("KDAJIT_PREPARE_LEAD");
+    return lead != nullptr ? std::optional<double>(std::clamp(std::atof(lead), 0.0, 1.0)) : std::nullopt;
+  }();
+  if (decision.overlap && k_lead_fraction) {
+    const double fraction = *k_lead_fraction;
     decision.lead_chunks = std::clamp<std::int64_t>(static_cast<std::int64_t>(fraction * r.chunk_grid_extent), 1,
                                              r.chunk_grid_extent - 1);
     decision.reason += fmt::format(" (lead {} from KDAJIT_PREPARE_LEAD)", decision.lead_chunks);
@@ -351,18 +356,18 @@ std::size_t register_kernel_bundle(const std::string& path) {
 }
 
 std::string explain_prefill_route(const PrefillArgs& args, const PrefillOptions& options) {
-  return set_up(args, options).route.explanation;
+  return set_up(args, options).route->explanation;
 }
 
 PrefillResult recurrent_kda_prefill(const PrefillArgs& args, const PrefillOptions& options) {
   const CallSetup s = set_up(args, options);
   const ProblemShape& p = s.problem;
   // lower_bound is checked against the chosen schedule before anything is compiled.
-  const Schedule& schedule = *s.route.schedule;
+  const Schedule& schedule = *s.route->schedule;
   check_lower_bound(args.lower_bound, schedule.eligibility.lower_bound.min, schedule.eligibility.lower_bound.max,
                     safe_lower_bound_magnitude(schedule.chunk_size, schedule.exponent_anchor), schedule.name);
   std::shared_ptr<const PreparedKernel> kernel =
-      KernelRegistry::instance().prepare(schedule, s.route.target, s.route.shape);
+      KernelRegistry::instance().prepare(schedule, s.route->target, s.route->shape);
   const KernelPlan& plan = kernel->plan;
   const runtime::LoadedModule& module = KernelRegistry::instance().module_for(*kernel);
 

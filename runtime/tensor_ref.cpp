@@ -43,16 +43,32 @@ std::vector<std::int64_t> TensorRef::effective_strides() const {
   return strides.empty() ? contiguous_strides() : strides;
 }
 
+std::int64_t TensorRef::stride(std::size_t dim) const {
+  if (!strides.empty()) {
+    return strides[dim];
+  }
+  std::int64_t s = 1;
+  for (std::size_t i = dim + 1; i < shape.size(); ++i) {
+    s *= shape[i];
+  }
+  return s;
+}
+
+// Row-major strides are the products of the later sizes; a dimension of size
+// 1 may have any stride.
 bool TensorRef::is_contiguous() const {
-  const std::vector<std::int64_t> want = contiguous_strides();
-  const std::vector<std::int64_t> have = effective_strides();
-  if (have.size() != want.size()) {
+  if (strides.empty()) {
+    return true;
+  }
+  if (strides.size() != shape.size()) {
     return false;
   }
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    if (shape[i] > 1 && have[i] != want[i]) {
+  std::int64_t want = 1;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] > 1 && strides[i] != want) {
       return false;
     }
+    want *= shape[i];
   }
   return true;
 }
@@ -62,13 +78,16 @@ std::uintptr_t TensorRef::begin_address() const {
 }
 
 std::uintptr_t TensorRef::end_address() const {
-  if (numel() == 0) {
+  const std::int64_t n = numel();
+  if (n == 0) {
     return begin_address();
   }
-  std::int64_t last = 0;
-  const std::vector<std::int64_t> s = effective_strides();
-  for (std::size_t i = 0; i < shape.size() && i < s.size(); ++i) {
-    last += (shape[i] - 1) * s[i];
+  std::int64_t last = n - 1; // contiguous: the sum below with row-major strides
+  if (!strides.empty()) {
+    last = 0;
+    for (std::size_t i = 0; i < shape.size() && i < strides.size(); ++i) {
+      last += (shape[i] - 1) * strides[i];
+    }
   }
   return begin_address() + static_cast<std::uintptr_t>((last + 1) * element_size(dtype));
 }

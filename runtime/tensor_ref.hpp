@@ -26,6 +26,8 @@ struct TensorRef {
   std::vector<std::int64_t> contiguous_strides() const;
   /// The strides in use (given, or contiguous when none were given).
   std::vector<std::int64_t> effective_strides() const;
+  /// effective_strides()[dim] without building the vector (dim < rank).
+  std::int64_t stride(std::size_t dim) const;
   bool is_contiguous() const;
   /// Byte range [begin, end) the tensor can touch.
   std::uintptr_t begin_address() const;
@@ -33,6 +35,9 @@ struct TensorRef {
 
   static TensorRef contiguous(const void* data, ElementType dtype, std::vector<std::int64_t> shape);
 };
+
+/// These run on every call's dispatch path: none allocates unless it returns
+/// a vector.
 
 /// "[2, 8192, 96, 128]".
 std::string shape_string(const std::vector<std::int64_t>& shape);
