@@ -45,6 +45,13 @@ enum class GridRule {
   single_block,       ///< one block (chunk offsets of packed input)
 };
 
+/// Packed calls of at most this many sequences get no chunk_offsets launch:
+/// the kernels derive the chunk offsets and the sequence order from
+/// cu_seqlens in one warp (lane n: sequence n, lane N: the chunk total), so
+/// the call saves that kernel and its dependency. Emitted into every plan as
+/// kda_plan::WARP_TABLE_MAX_SEQUENCES; the runtime skips the launch by it.
+constexpr int k_warp_table_max_sequences = 31;
+
 struct LaunchPlan {
   GridRule grid = GridRule::sequences_by_heads;
   int threads = 128;

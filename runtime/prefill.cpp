@@ -260,6 +260,13 @@ OverlapDecision decide_overlap(const KernelPlan& plan, const runtime::LoadedModu
   return decision;
 }
 
+// A packed call's chunk_offsets kernel writes the sequence table; with at most
+// k_warp_table_max_sequences sequences the kernels derive it in a warp
+// (common/sequences) and the launch is skipped.
+bool launches(const EntryPlan& e, const ProblemShape& p) {
+  return e.kernel != "chunk_offsets" || p.num_seqs > k_warp_table_max_sequences;
+}
+
 // Every entry of a plan takes the same parameter struct (the plan's ABI), so
 // a call packs it once per set of values and launches each entry with it.
 void launch_entry(const runtime::LoadedModule& module, const EntryPlan& e, runtime::Dim3 grid,
@@ -284,7 +291,7 @@ void launch_overlapped(const KernelPlan& plan, const runtime::LoadedModule& modu
   values.set("chunk_begin", std::int32_t{0});
   std::vector<std::uint8_t> params = pack_args(plan.abi, values);
   for (const EntryPlan& e : plan.entries) {
-    if (e.kernel == "chunk_offsets") {
+    if (e.kernel == "chunk_offsets" && launches(e, p)) {
       launch_entry(module, e, grid_of(e, p, plan), params, stream);
     }
   }
@@ -424,7 +431,9 @@ PrefillResult recurrent_kda_prefill(const PrefillArgs& args, const PrefillOption
   }
   std::vector<std::uint8_t> params = pack_args(plan.abi, values);
   for (const EntryPlan& e : plan.entries) {
-    launch_entry(module, e, grid_of(e, p, plan), params, stream);
+    if (launches(e, p)) {
+      launch_entry(module, e, grid_of(e, p, plan), params, stream);
+    }
   }
   return result;
 }

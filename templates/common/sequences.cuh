@@ -18,12 +18,57 @@ __device__ __forceinline__ i64 chunks_of(i64 length) {
   return (length + kda_plan::CHUNK_SIZE - 1) / kda_plan::CHUNK_SIZE;
 }
 
+// Packed calls of at most WARP_TABLE_MAX_SEQUENCES sequences have no
+// chunk_offsets table (the runtime does not launch that kernel): a warp
+// derives its entries from cu_seqlens itself. Lane l gets sequence l's first
+// chunk (an exclusive scan of the chunk counts; lane N: the total) and its
+// chunk count (0 from lane N on). Every lane of the warp must call it (it
+// shuffles), never from under a lane-dependent condition; one dependent load.
+struct WarpTableEntry {
+  i64 first_chunk;
+  i64 chunks;
+};
+__device__ __forceinline__ bool warp_sequence_table(const kda_plan::KdaParams& p) {
+  static_assert(kda_plan::WARP_TABLE_MAX_SEQUENCES < 32, "lanes 0..N hold the N + 1 table entries");
+  return kda_plan::LAYOUT_PACKED && p.num_seqs <= kda_plan::WARP_TABLE_MAX_SEQUENCES;
+}
+__device__ __forceinline__ WarpTableEntry warp_table_entry(const kda_plan::KdaParams& p) {
+  const int lane = threadIdx.x & 31;
+  // 32-bit scan (five shuffles on the CTA's critical path; the chunk_offsets
+  // table is int32 too)
+  const int chunks = lane < p.num_seqs ? static_cast<int>(chunks_of(load_offset(p, lane + 1) - load_offset(p, lane))) : 0;
+  int inclusive = chunks;
+#pragma unroll
+  for (int step = 1; step < 32; step *= 2) {
+    const int up = __shfl_up_sync(0xffffffffu, inclusive, step);
+    if (lane >= step) {
+      inclusive += up;
+    }
+  }
+  return {static_cast<i64>(inclusive - chunks), static_cast<i64>(chunks)};
+}
+// Sequence n's tokens, its first chunk already known (sequence_of_chunk).
+__device__ __forceinline__ SequenceSpan sequence_span(const kda_plan::KdaParams& p, int n, i64 first_chunk) {
+  SequenceSpan s;
+  if (kda_plan::LAYOUT_PACKED) {
+    s.start = load_offset(p, n);
+    s.length = load_offset(p, n + 1) - s.start;
+  } else {
+    s.start = static_cast<i64>(n) * p.seq_len;
+    s.length = p.seq_len;
+  }
+  s.first_chunk = first_chunk;
+  return s;
+}
+// Where sequence n lies. Whole warp in a packed layout of at most
+// WARP_TABLE_MAX_SEQUENCES sequences (n the same on every lane).
 __device__ __forceinline__ SequenceSpan sequence_span(const kda_plan::KdaParams& p, int n) {
   SequenceSpan s;
   if (kda_plan::LAYOUT_PACKED) {
     s.start = load_offset(p, n);
     s.length = load_offset(p, n + 1) - s.start;
-    s.first_chunk = p.chunk_offsets[n];
+    s.first_chunk = warp_sequence_table(p) ? __shfl_sync(0xffffffffu, warp_table_entry(p).first_chunk, n)
+                                           : static_cast<i64>(p.chunk_offsets[n]);
   } else {
     s.start = static_cast<i64>(n) * p.seq_len;
     s.length = p.seq_len;
@@ -32,7 +77,9 @@ __device__ __forceinline__ SequenceSpan sequence_span(const kda_plan::KdaParams&
   return s;
 }
 
-// The sequence owning global chunk `chunk`, or -1 past the last chunk. Every
+// The sequence owning global chunk `chunk`, or -1 past the last chunk, and its
+// first chunk. Up to WARP_TABLE_MAX_SEQUENCES packed sequences: from the warp
+// table (no chunk_offsets kernel ran). Every
 // lane of the calling warp passes the same chunk (a prepare CTA's threads
 // all call it). Packed: the last n with chunk_offsets[n] <= chunk (zero-length
 // sequences share their successor's offset and are skipped by taking the
@@ -41,11 +88,20 @@ __device__ __forceinline__ SequenceSpan sequence_span(const kda_plan::KdaParams&
 // (the samples <= chunk are a prefix: the offsets do not decrease), so up to
 // 31 sequences take one dependent load and up to 1,023 two, where a binary
 // search took log2 N + 1 of them at the start of every prepare CTA.
-__device__ __forceinline__ int sequence_of_chunk(const kda_plan::KdaParams& p, i64 chunk) {
+__device__ __forceinline__ int sequence_of_chunk(const kda_plan::KdaParams& p, i64 chunk, i64& first_chunk) {
   if (!kda_plan::LAYOUT_PACKED) {
     const i64 per = chunks_of(p.seq_len);
     const i64 n = per > 0 ? chunk / per : p.num_seqs;
+    first_chunk = n * per;
     return n < p.num_seqs ? static_cast<int>(n) : -1;
+  }
+  if (warp_sequence_table(p)) { // lanes 0..N hold the table's N + 1 entries
+    const int lane = threadIdx.x & 31;
+    const WarpTableEntry e = warp_table_entry(p); // every lane: it shuffles
+    const bool at_or_before = lane <= p.num_seqs && e.first_chunk <= chunk;
+    const int found = __popc(__ballot_sync(0xffffffffu, at_or_before)) - 1;
+    first_chunk = __shfl_sync(0xffffffffu, e.first_chunk, found);
+    return found < p.num_seqs ? found : -1;
   }
   const i64 entries = static_cast<i64>(p.num_seqs) + 1; // chunk_offsets[0] = 0 <= chunk
   const i64 lane = threadIdx.x & 31;
@@ -59,6 +115,7 @@ __device__ __forceinline__ int sequence_of_chunk(const kda_plan::KdaParams& p, i
     const bool at_or_before = i < entries && p.chunk_offsets[i] <= chunk;
     found += (__popc(__ballot_sync(0xffffffffu, at_or_before)) - 1) * stride;
   }
+  first_chunk = p.chunk_offsets[found];
   return found < p.num_seqs ? static_cast<int>(found) : -1; // found = N: at or past the last chunk's end
 }
 
@@ -105,7 +162,22 @@ __device__ __forceinline__ RecurrencePair recurrence_pair(const kda_plan::KdaPar
     return {static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y)};
   }
   const i64 linear = static_cast<i64>(blockIdx.y) * gridDim.x + blockIdx.x;
-  return {sequence_order(p)[linear / gridDim.y], static_cast<int>(linear % gridDim.y)};
+  const int position = static_cast<int>(linear / gridDim.y);
+  if (warp_sequence_table(p)) {
+    // the order's definition, lane l ranking sequence l: longer buckets
+    // first, then lower indices (compute_sequence_order's stable sort)
+    const int lane = threadIdx.x & 31;
+    const WarpTableEntry e = warp_table_entry(p); // every lane: it shuffles
+    const int bucket = lane < p.num_seqs ? length_bucket(e.chunks) : -1;
+    int rank = 0;
+    for (int m = 0; m < p.num_seqs; ++m) {
+      const int other = __shfl_sync(0xffffffffu, bucket, m);
+      rank += (other > bucket || (other == bucket && m < lane)) ? 1 : 0;
+    }
+    const unsigned at = __ballot_sync(0xffffffffu, lane < p.num_seqs && rank == position);
+    return {__ffs(static_cast<int>(at)) - 1, static_cast<int>(linear % gridDim.y)};
+  }
+  return {sequence_order(p)[position], static_cast<int>(linear % gridDim.y)};
 }
 
 // sequence_order by a counting sort over length buckets: from the histogram

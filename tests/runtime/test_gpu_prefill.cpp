@@ -90,6 +90,34 @@ TEST_CASE("gpu prefill: packed layout with tiny and zero-length sequences", "[gp
   run({"packed [0,1,2,3,4,0] H96 fp32", packed({0, 1, 2, 3, 4, 0}, 96), GpuStateMode::inplace_fp32, true, 36});
 }
 
+// Up to 31 sequences no chunk_offsets kernel runs: each CTA derives the chunk
+// offsets and the longest-first order from cu_seqlens in one warp
+// (common/sequences, WARP_TABLE_MAX_SEQUENCES). 32 sequences write the
+// workspace's table first, then 31 other lengths (empties, ties, every
+// bucket up to 20 chunks) run on the same stream: a kernel that still read
+// the table would read the 32-sequence call's stale offsets and fail. Routed
+// (chunk 32, wgmma) and portable_c16 (chunk 16, warp_mma recurrence).
+TEST_CASE("gpu prefill: packed layout at the warp sequence table's limit (32, then 31 sequences)", "[gpu][prefill]") {
+  std::mt19937_64 rng(43);
+  const std::int64_t choices[] = {0, 1, 31, 32, 33, 64, 97, 200, 350, 640};
+  std::vector<std::int64_t> table(32);
+  std::vector<std::int64_t> warp(31);
+  for (std::int64_t& l : table) {
+    l = choices[rng() % 10];
+  }
+  for (std::int64_t& l : warp) {
+    l = choices[rng() % 10];
+  }
+  warp.front() = 0; // empties at both ends and a run of equal lengths
+  warp.back() = 0;
+  warp[10] = warp[11] = warp[12] = 97;
+  for (const std::optional<std::string>& schedule : {std::optional<std::string>(), std::optional<std::string>("portable_c16")}) {
+    const std::string on = schedule ? ", " + *schedule : std::string();
+    run({"packed 32 seqs (table) H3 bf16" + on, packed(table, 3), GpuStateMode::inplace_bf16, false, 44}, schedule);
+    run({"packed 31 seqs (warp table) H3 fp32" + on, packed(warp, 3), GpuStateMode::inplace_fp32, true, 45}, schedule);
+  }
+}
+
 // The recurrence takes the sequences longest first (common/sequences: a
 // counting sort in the chunk_offsets kernel, one tile of 256 sequences at a
 // time): 300 sequences of every length bucket from empty to 20 chunks, so the
@@ -178,11 +206,14 @@ TEST_CASE("gpu prefill: prepare beside the recurrence gives the same bits as one
   for (int i = 0; i < 9; ++i) {
     lengths.push_back(i == 4 ? 0 : static_cast<std::int64_t>(rng() % 700));
   }
+  // Long enough that the overlap takes at least min_saving_us (20 us) of
+  // prepare off the critical path under the shipped model (rho = 0.42 chunks
+  // per us per SM: (chunks - lead) x pairs >= 1,109 on 132 SMs).
   const std::vector<GpuCase> cases = {
-      {"fixed B1 T2048 H16 bf16", fixed(1, 2048, 16), GpuStateMode::inplace_bf16, false, 62},
-      {"fixed B2 T1500 H12 fp32", fixed(2, 1500, 12), GpuStateMode::inplace_fp32, false, 63},
+      {"fixed B1 T4096 H16 bf16", fixed(1, 4096, 16), GpuStateMode::inplace_bf16, false, 62},
+      {"fixed B2 T3000 H12 fp32", fixed(2, 3000, 12), GpuStateMode::inplace_fp32, false, 63},
       {"packed 9 seqs (one empty) H5 bf16", packed(lengths, 5), GpuStateMode::inplace_bf16, true, 64},
-      {"fixed B1 T4000 H8 g=+8 final", fixed(1, 4000, 8, GateDistribution::all_plus_8), GpuStateMode::final_bf16,
+      {"fixed B1 T6000 H8 g=+8 final", fixed(1, 6000, 8, GateDistribution::all_plus_8), GpuStateMode::final_bf16,
        false, 65},
   };
   for (const GpuCase& c : cases) {
