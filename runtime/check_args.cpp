@@ -247,20 +247,26 @@ void check_state(const PrefillArgs& a, ProblemShape& p) {
   p.state_out = a.output_final_state;
 }
 
+// Every tensor of a call: the inputs first (k_inputs of them), then the
+// outputs in the order an output must not overlap the ones before it.
+constexpr std::size_t k_inputs = 9;
+std::array<Named, 11> named_tensors(const PrefillArgs& a) {
+  return {{{"q", &a.q},
+           {"k", &a.k},
+           {"v", &a.v},
+           {"g", &a.g},
+           {"beta", &a.beta},
+           {"A_log", &a.a_log},
+           {"dt_bias", &a.dt_bias},
+           {"initial_state", &a.initial_state},
+           {"cu_seqlens", &a.cu_seqlens},
+           {"out", &a.out},
+           {"final_state", &a.final_state}}};
+}
+
 void check_outputs(const PrefillArgs& a) {
-  // The inputs, then the outputs an output must not overlap either.
-  const std::array<Named, 11> tensors = {{{"q", &a.q},
-                                          {"k", &a.k},
-                                          {"v", &a.v},
-                                          {"g", &a.g},
-                                          {"beta", &a.beta},
-                                          {"A_log", &a.a_log},
-                                          {"dt_bias", &a.dt_bias},
-                                          {"initial_state", &a.initial_state},
-                                          {"cu_seqlens", &a.cu_seqlens},
-                                          {"out", &a.out},
-                                          {"final_state", &a.final_state}}};
-  const std::span<const Named> inputs(tensors.data(), 9);
+  const std::array<Named, 11> tensors = named_tensors(a);
+  const std::span<const Named> inputs(tensors.data(), k_inputs);
   if (a.initial_state.defined()) {
     // Updated in place: an output that must not share bytes with any input.
     require_no_overlap({"initial_state", &a.initial_state}, inputs);
@@ -273,7 +279,7 @@ void check_outputs(const PrefillArgs& a) {
     require_no_overlap({"out", &a.out}, inputs);
   }
   if (a.final_state.defined()) {
-    require_no_overlap({"final_state", &a.final_state}, std::span<const Named>(tensors.data(), 10));
+    require_no_overlap({"final_state", &a.final_state}, std::span<const Named>(tensors.data(), k_inputs + 1));
   }
 }
 
@@ -286,17 +292,7 @@ ProblemShape check_prefill_args(const PrefillArgs& args, int device, const Point
   check_layout(args, p);
   check_state(args, p);
   check_outputs(args);
-  const std::array<Named, 11> all = {{{"q", &args.q},
-                                       {"k", &args.k},
-                                       {"v", &args.v},
-                                       {"g", &args.g},
-                                       {"beta", &args.beta},
-                                       {"A_log", &args.a_log},
-                                       {"dt_bias", &args.dt_bias},
-                                       {"initial_state", &args.initial_state},
-                                       {"cu_seqlens", &args.cu_seqlens},
-                                       {"out", &args.out},
-                                       {"final_state", &args.final_state}}};
+  const std::array<Named, 11> all = named_tensors(args);
   for (const Named& n : all) {
     if (n.tensor->defined()) {
       require_device(n.name, *n.tensor, device, pointer_device);

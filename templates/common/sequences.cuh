@@ -18,6 +18,18 @@ __device__ __forceinline__ i64 chunks_of(i64 length) {
   return (length + kda_plan::CHUNK_SIZE - 1) / kda_plan::CHUNK_SIZE;
 }
 
+// The sum of x over lanes 0..lane (a Kogge-Stone scan by shuffles; whole warp).
+__device__ __forceinline__ int warp_inclusive_sum(int x) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int step = 1; step < 32; step *= 2) {
+    const int up = __shfl_up_sync(0xffffffffu, x, step);
+    if (lane >= step) {
+      x += up;
+    }
+  }
+  return x;
+}
 // Packed calls of at most WARP_TABLE_MAX_SEQUENCES sequences have no
 // chunk_offsets table (the runtime does not launch that kernel): a warp
 // derives its entries from cu_seqlens itself. Lane l gets sequence l's first
@@ -37,14 +49,7 @@ __device__ __forceinline__ WarpTableEntry warp_table_entry(const kda_plan::KdaPa
   // 32-bit scan (five shuffles on the CTA's critical path; the chunk_offsets
   // table is int32 too)
   const int chunks = lane < p.num_seqs ? static_cast<int>(chunks_of(load_offset(p, lane + 1) - load_offset(p, lane))) : 0;
-  int inclusive = chunks;
-#pragma unroll
-  for (int step = 1; step < 32; step *= 2) {
-    const int up = __shfl_up_sync(0xffffffffu, inclusive, step);
-    if (lane >= step) {
-      inclusive += up;
-    }
-  }
+  const int inclusive = warp_inclusive_sum(chunks);
   return {static_cast<i64>(inclusive - chunks), static_cast<i64>(chunks)};
 }
 // Sequence n's tokens, its first chunk already known (sequence_of_chunk).
@@ -202,15 +207,7 @@ __device__ __forceinline__ void compute_sequence_order(const kda_plan::KdaParams
       counts[i] = next[K - 1 - 4 * lane - i];
       sum += counts[i];
     }
-    int before = sum;
-#pragma unroll
-    for (int step = 1; step < 32; step *= 2) {
-      const int up = __shfl_up_sync(0xffffffffu, before, step);
-      if (lane >= step) {
-        before += up;
-      }
-    }
-    before -= sum;
+    int before = warp_inclusive_sum(sum) - sum;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       next[K - 1 - 4 * lane - i] = before;
