@@ -213,8 +213,7 @@ cache::CurrentIdentity KernelRegistry::current_identity() {
 
 std::shared_ptr<const PreparedKernel> KernelRegistry::prepare(const Schedule& schedule, const Target& target,
                                                               const ShapeKey& shape) {
-  const auto memo_view = std::make_tuple(std::string_view(schedule.name), &schedule, std::string_view(target.name),
-                                         shape.head_dim, shape.input_dtype, shape.state_dtype, shape.layout);
+  const auto memo_view = SlotLess::prepared_view(schedule.name, &schedule, target.name, shape);
   {
     std::lock_guard lock(m_mutex);
     auto it = m_prepared.find(memo_view);

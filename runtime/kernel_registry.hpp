@@ -100,10 +100,13 @@ private:
     bool operator()(const A& a, const B& b) const {
       return tie(a) < tie(b);
     }
-    static auto tie(const PreparedSlot& s) {
-      return std::make_tuple(std::string_view(s.schedule_name), s.schedule, std::string_view(s.target),
-                             s.shape.head_dim, s.shape.input_dtype, s.shape.state_dtype, s.shape.layout);
+    /// prepare()'s key as compared: the one definition for slots and lookups.
+    static auto prepared_view(std::string_view schedule_name, const Schedule* schedule, std::string_view target,
+                              const ShapeKey& shape) {
+      return std::make_tuple(schedule_name, schedule, target, shape.head_dim, shape.input_dtype, shape.state_dtype,
+                             shape.layout);
     }
+    static auto tie(const PreparedSlot& s) { return prepared_view(s.schedule_name, s.schedule, s.target, s.shape); }
     static auto tie(const ModuleSlot& s) { return std::make_tuple(s.context, std::string_view(s.key_hex)); }
     template <class T>
     static auto tie(const T& view) {
