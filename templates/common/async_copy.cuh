@@ -26,6 +26,12 @@ __device__ __forceinline__ void mbarrier_arrive(u64* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_address(bar)) : "memory");
 }
 
+// One arrival on `bar` once every cp.async this thread has issued so far has
+// landed (.noinc: the arrival is one of the phase's expected ones).
+__device__ __forceinline__ void cp_async_arrive_noinc(u64* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_address(bar)) : "memory");
+}
+
 // Waits until the phase with the given parity has completed.
 __device__ __forceinline__ void mbarrier_wait(u64* bar, u32 parity) {
   asm volatile("{\n"

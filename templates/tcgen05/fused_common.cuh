@@ -80,7 +80,7 @@ __device__ __forceinline__ void load_tile(u8* tile, const TensorMapBytes& map, c
     const u8* src = reinterpret_cast<const u8*>(x) + ((row0 + row) * heads + h) * kda_plan::HEAD_DIM * 2 + 16 * part;
     cp_async_16(tile + tile_at(row, 8 * part), ok ? src : x, ok);
   }
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_address(bar)) : "memory");
+  cp_async_arrive_noinc(bar);
 }
 
 // This thread's earlier stores to SMEM become visible to the async proxy (tensor-core operand reads).

@@ -6,19 +6,24 @@
 // acc[0][nt] for key columns 8 nt .. 8 nt + 7 (nt < 16), the layout of
 // wgmma's m64nN accumulator and, once packed to bf16, of its register A
 // operand.
-// Warp roles: MMA_WARPS warps hold the state; one producer warp (lane 0)
-// fills a STAGES-slot ring ahead of them (or the first warp of a producer
-// warpgroup that hands its registers to the MMA warpgroups with setmaxnreg,
-// when the roles declare registers: the CTA then starts at __maxnreg__ entry
-// registers and leaves room on the SM for a prepare CTA beside it): per chunk one bulk copy of the whole
-// record, counted on the slot's `full` mbarrier; it refills a slot once every
-// MMA warp has arrived on its `empty` mbarrier. Each MMA warp loads its own
-// 16 value columns of V into the slot with one cp.async per lane, STAGES - 1
-// chunks ahead (per-row bulk copies by the producer, 17 per chunk, each in a
-// ptxas uniform-operand loop, left the MMA warps waiting on `full` for 26 % of
-// the samples). The
-// MMA warps never wait for each other beyond their warpgroup's wgmma: no CTA
-// barrier inside the chunk loop.
+// Warp roles: MMA_WARPS warps hold the state; a producer warpgroup (4 warps)
+// hands its registers to the MMA warpgroups with setmaxnreg and keeps them fed,
+// one job per warp:
+//   warp 0, lane 0: the records, into a STAGES-slot ring: per chunk one bulk
+//           copy of the whole record, counted on the slot's `full` mbarrier;
+//   warp 1: the chunk's V rows (the CTA's M_TILE value columns) into the same
+//           slot, 16-byte cp.asyncs whose completion every lane adds to `full`
+//           (cp.async.mbarrier.arrive.noinc: `full` expects 1 + 32 arrivals);
+//   warp 2: the outputs, from a ring of OUT_SLOTS SMEM tiles that the MMA
+//           warps fill (`out_full`, one arrival per MMA thread) to global
+//           memory, then frees the tile (`out_empty`, one per lane);
+// warps 0 and 1 refill a slot once every MMA warp has arrived on its `empty`
+// mbarrier. The MMA warps issue no global loads or stores in the chunk loop
+// (when they loaded their V columns and stored their output rows themselves,
+// those address computations and 16-byte copies took 34 % of their time,
+// longer than the projections they were meant to hide behind).
+// The MMA warps never wait for each other beyond their warpgroup's wgmma: no
+// CTA barrier inside the chunk loop.
 // Per chunk (C = 16 or 32 tokens) and MMA warp:
 //   project: P^T = S Kd^T, O0^T = S Qd^T     2 x 8 x m64nCk16 (K = 128)
 //            from the packed bf16 state; then S diag(gamma) (decaying while
@@ -36,14 +41,15 @@
 // an m64n144k16 [S | O^T], or into a separate one) made ptxas serialize every
 // wgmma (C7511, "insufficient register resources for the wgmma pipeline").
 //   release: arrive on the slot's `empty` barrier
-//   store:   O (bf16) through the warp's 16 columns of the SMEM output tile
-//            (transposing stmatrix), 16-byte stores of the valid rows by the
-//            warp itself; chunk c's output is stored while chunk c + 1's
-//            projections run (off the serial chain), the last one after the loop
+//   stage:   O (bf16) into the warp's 16 columns of an output tile
+//            (transposing stmatrix), then arrive on its `out_full`; chunk c's
+//            output is staged while chunk c + 1's projections run (off the
+//            serial chain), the last one after the loop
 // When the prepare kernel runs beside this one (schedule `prepare_overlap`),
 // the producer waits for each record's ready flag before copying it
 // (common/ready_flags); otherwise the flags are absent and it never waits.
-// Uses kda_plan::recurrence::* (RECORD, V, OUT, FULL, EMPTY, MMA_*, PRODUCER_*) and kda_plan::WS_*.
+// Uses kda_plan::recurrence::* (RECORD, V, OUT, FULL, EMPTY, OUT_FULL, OUT_EMPTY, MMA_*, PRODUCER_*)
+// and kda_plan::WS_*.
 namespace kda {
 namespace frag {
 
@@ -57,40 +63,77 @@ __device__ __forceinline__ void issue_record_copy(const kda_plan::KdaParams& p, 
   bulk_copy_to_shared(slot + R::RECORD_OFFSET, record, kda_plan::WS_RECORD_BYTES, full);
 }
 
-// An MMA warp: its 16 value columns of chunk c's V rows into the slot's V
-// tile, C / 16 16-byte cp.asyncs per lane (rows lane / 2 + 16 i, columns
-// v_row + 8 (lane % 2) ..), rows past the sequence end zero-filled. Only this
-// warp reads these columns, so the warp's own cp.async groups order them.
-__device__ __forceinline__ void load_warp_v_async(const kda_plan::KdaParams& p, u8* slot, const SequenceSpan& seq,
-                                                  int h, int v_row, i64 c) {
+// 16-byte pieces of one row's M_TILE value columns, and the rows one warp
+// instruction covers with them (V loads, output stores).
+constexpr int k_row_pieces = kda_plan::M_TILE / 8;
+constexpr int k_rows_per_pass = 32 / k_row_pieces;
+static_assert(32 % k_row_pieces == 0 && kda_plan::CHUNK_SIZE % k_rows_per_pass == 0,
+              "whole rows per warp instruction, whole passes per chunk");
+
+// The byte offset of (token row `row`, head h, value column `col`) in v or out.
+__device__ __forceinline__ i64 token_column_at(const kda_plan::KdaParams& p, i64 row, int h, int col) {
+  return (row * p.heads + h) * kda_plan::HEAD_DIM * 2 + 2 * col;
+}
+
+// The V warp: chunk c's V rows (value columns m0 .. m0 + M_TILE) into the
+// slot's V tile, rows past the sequence end zero-filled; every lane's copies
+// arrive on the slot's `full` barrier when they land. Lane: column piece
+// lane % k_row_pieces of rows lane / k_row_pieces + k_rows_per_pass i.
+__device__ __forceinline__ void load_v_rows(const kda_plan::KdaParams& p, u8* slot, u64* full, const SequenceSpan& seq,
+                                            int h, int m0, i64 c) {
   namespace R = kda_plan::recurrence;
   constexpr int C = kda_plan::CHUNK_SIZE;
-  constexpr int D = kda_plan::HEAD_DIM;
   const int lane = threadIdx.x & 31;
-  const int col = v_row + 8 * (lane & 1);
+  const int col = m0 + 8 * (lane % k_row_pieces);
+  const int row = lane / k_row_pieces;
+  const int valid = static_cast<int>(min(static_cast<i64>(C), seq.length - c * C));
+  const i64 pass_bytes = k_rows_per_pass * p.heads * kda_plan::HEAD_DIM * 2;
+  const u8* const v = reinterpret_cast<const u8*>(p.v);
+  const u8* src = v + token_column_at(p, seq.start + c * C + row, h, col);
+  u8* dst = slot + R::V_OFFSET + 2 * (row * R::V_PITCH + col);
 #pragma unroll
-  for (int i = 0; i < C / 16; ++i) {
-    const int r = (lane >> 1) + 16 * i;
-    const bool ok = r < seq.length - c * C;
-    const i64 at = ok ? ((seq.start + c * C + r) * p.heads + h) * D * 2 + 2 * col : 0;
-    cp_async_16(slot + R::V_OFFSET + 2 * (r * R::V_PITCH + col), reinterpret_cast<const u8*>(p.v) + at, ok);
+  for (int r = row; r < C; r += k_rows_per_pass) {
+    cp_async_16(dst, r < valid ? src : v, r < valid);
+    src += pass_bytes;
+    dst += 2 * k_rows_per_pass * R::V_PITCH;
+  }
+  cp_async_arrive_noinc(full);
+}
+
+// The output warp: chunk c's valid rows (value columns m0 .. m0 + M_TILE) from
+// an output tile to the output, one 16-byte load and store per piece (lanes as
+// in load_v_rows).
+__device__ __forceinline__ void store_output_rows(const kda_plan::KdaParams& p, const u8* tile, const SequenceSpan& seq,
+                                                  int h, int m0, i64 c) {
+  namespace R = kda_plan::recurrence;
+  constexpr int C = kda_plan::CHUNK_SIZE;
+  const int lane = threadIdx.x & 31;
+  const int col = m0 + 8 * (lane % k_row_pieces);
+  const int row = lane / k_row_pieces;
+  const int valid = static_cast<int>(min(static_cast<i64>(C), seq.length - c * C));
+  const i64 pass_bytes = k_rows_per_pass * p.heads * kda_plan::HEAD_DIM * 2;
+  u8* dst = reinterpret_cast<u8*>(p.out) + token_column_at(p, seq.start + c * C + row, h, col);
+  const u8* src = tile + 2 * (row * R::OUT_PITCH + col);
+#pragma unroll 4 // four 16-byte pieces in flight: the warp has 40 registers
+  for (int r = row; r < C; r += k_rows_per_pass) {
+    if (r < valid) {
+      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+    }
+    dst += pass_bytes;
+    src += 2 * k_rows_per_pass * R::OUT_PITCH;
   }
 }
 
-// The warp's O^T fragment (value rows v_row .. v_row + 15, chunk rows c) to the
-// output: into the warp's 16 columns of the SMEM tile O[c][v] by two
-// transposing stmatrix.x4 (8x8 blocks (value half vb, chunk rows 8 nc ..)),
-// then one 16-byte store per lane and 16 chunk rows (chunk row lane / 2 + 16 i,
-// value columns 8 (lane % 2) ..).
-__device__ __forceinline__ void store_warp_output(const kda_plan::KdaParams& p, u8* tile,
-                                                  const float (&o)[kda_plan::CHUNK_SIZE / 8][4],
-                                                  const SequenceSpan& seq, int h, int v_row, i64 c) {
+// An MMA warp: its O^T fragment (value rows v_row .. v_row + 15, chunk rows c)
+// into its 16 columns of an output tile O[c][v] by transposing stmatrix.x4
+// (8x8 blocks (value half vb, chunk rows 8 nc ..)), then one arrival per lane
+// on the tile's `out_full`.
+__device__ __forceinline__ void stage_warp_output(u8* tile, u64* out_full, const float (&o)[kda_plan::CHUNK_SIZE / 8][4],
+                                                  int v_row) {
   namespace R = kda_plan::recurrence;
   constexpr int C = kda_plan::CHUNK_SIZE;
-  constexpr int D = kda_plan::HEAD_DIM;
   static_assert(C % 16 == 0, "pairs of 8-row chunk blocks per stmatrix.x4");
   const int lane = threadIdx.x & 31;
-  __syncwarp(); // the previous chunk's reads of these columns are done
   // matrix j of an x4: chunk block nc = 2 q + j / 2, value half vb = j % 2
   const int j = lane >> 3;
   const int i = lane & 7;
@@ -101,22 +144,13 @@ __device__ __forceinline__ void store_warp_output(const kda_plan::KdaParams& p, 
     const int row = 8 * (2 * q + (j >> 1)) + i; // chunk row
     stmatrix_x4_trans(tile + 2 * (row * R::OUT_PITCH + v_row + 8 * (j & 1)), r);
   }
-  __syncwarp();
-  const int valid = static_cast<int>(min(static_cast<i64>(C), seq.length - c * C));
-  const int col = v_row + 8 * (lane & 1);
-#pragma unroll
-  for (int k = 0; k < C / 16; ++k) {
-    const int r = (lane >> 1) + 16 * k;
-    if (r < valid) {
-      const i64 at = ((seq.start + c * C + r) * p.heads + h) * D * 2 + 2 * col;
-      *reinterpret_cast<uint4*>(reinterpret_cast<u8*>(p.out) + at) =
-          *reinterpret_cast<const uint4*>(tile + 2 * (r * R::OUT_PITCH + col));
-    }
-  }
+  mbarrier_arrive(out_full);
 }
 
-__device__ __forceinline__ void produce(const kda_plan::KdaParams& p, u8* smem, u64* full, u64* empty,
-                                        const SequenceSpan& seq, int h, i64 chunks) {
+// Producer warp 0 (lane 0): the records, each once its slot is free and (a
+// prepare kernel running beside this one) once it is ready.
+__device__ __forceinline__ void produce_records(const kda_plan::KdaParams& p, u8* smem, u64* full, u64* empty,
+                                                const SequenceSpan& seq, int h, i64 chunks) {
   namespace R = kda_plan::recurrence;
   constexpr int S = R::STAGES;
   for (i64 c = 0; c < chunks; ++c) {
@@ -124,8 +158,37 @@ __device__ __forceinline__ void produce(const kda_plan::KdaParams& p, u8* smem, 
     if (c >= S) {
       mbarrier_wait(empty + slot, static_cast<u32>((c / S - 1) & 1)); // chunk c - S has left the slot
     }
-    wait_record_ready(p, (seq.first_chunk + c) * p.heads + h); // a prepare kernel running beside this one
+    wait_record_ready(p, (seq.first_chunk + c) * p.heads + h);
     issue_record_copy(p, smem + slot * R::STAGE_BYTES, full + slot, seq, h, c);
+  }
+}
+
+// Producer warp 1 (every lane): the V rows, each chunk's once its slot is free.
+__device__ __forceinline__ void produce_v(const kda_plan::KdaParams& p, u8* smem, u64* full, u64* empty,
+                                          const SequenceSpan& seq, int h, int m0, i64 chunks) {
+  namespace R = kda_plan::recurrence;
+  constexpr int S = R::STAGES;
+  for (i64 c = 0; c < chunks; ++c) {
+    const int slot = static_cast<int>(c % S);
+    if (c >= S) {
+      mbarrier_wait(empty + slot, static_cast<u32>((c / S - 1) & 1));
+    }
+    load_v_rows(p, smem + slot * R::STAGE_BYTES, full + slot, seq, h, m0, c);
+  }
+  cp_async_wait_all();
+}
+
+// Producer warp 2 (every lane): each chunk's output tile to the output once the
+// MMA warps have staged it, then the tile back to them.
+__device__ __forceinline__ void produce_outputs(const kda_plan::KdaParams& p, const u8* tiles, u64* out_full,
+                                                u64* out_empty, const SequenceSpan& seq, int h, int m0, i64 chunks) {
+  namespace R = kda_plan::recurrence;
+  constexpr int T = R::OUT_FULL_BYTES / 8; // output tiles
+  for (i64 c = 0; c < chunks; ++c) {
+    const int b = static_cast<int>(c % T);
+    mbarrier_wait(out_full + b, static_cast<u32>((c / T) & 1));
+    store_output_rows(p, tiles + b * (R::OUT_BYTES / T), seq, h, m0, c);
+    mbarrier_arrive(out_empty + b); // this lane's loads of the tile have returned: its stores used them
   }
 }
 
@@ -139,14 +202,15 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
   static_assert((C == 16 || C == 32) && D == 128, "wgmma recurrence: chunk 16 or 32, head dim 128");
   static_assert(rows_per_warp() == 16 && kda_plan::M_TILE % 64 == 0, "warpgroups of 64 value rows, 16 per warp");
   static_assert(R::MMA_FIRST_WARP == 0 && R::PRODUCER_FIRST_WARP == R::MMA_WARPS, "MMA warps first, then the producer");
-  static_assert((R::MMA_REGISTERS == 0 && R::PRODUCER_REGISTERS == 0 && R::PRODUCER_WARPS == 1) ||
-                    (R::MMA_REGISTERS > 0 && R::PRODUCER_REGISTERS > 0 && R::PRODUCER_WARPS == 4),
-                "one producer warp, or a producer warpgroup giving its registers to the MMA warpgroups (setmaxnreg)");
+  static_assert(R::MMA_REGISTERS > 0 && R::PRODUCER_REGISTERS > 0 && R::PRODUCER_WARPS == 4,
+                "a producer warpgroup (records, V, outputs) giving its registers to the MMA warpgroups (setmaxnreg)");
   static_assert(R::RECORD_BYTES == kda_plan::WS_RECORD_BYTES, "one record per ring slot");
   static_assert(R::FULL_BYTES >= 8 * S && R::EMPTY_BYTES >= 8 * S, "one full and one empty mbarrier per ring slot");
+  constexpr int T = R::OUT_FULL_BYTES / 8; // output tiles
+  static_assert(T >= 1 && R::OUT_EMPTY_BYTES == R::OUT_FULL_BYTES, "one out_full and one out_empty mbarrier per tile");
+  static_assert(R::OUT_BYTES == T * C * R::OUT_PITCH * 2, "OUT_FULL_BYTES / 8 output tiles of C rows");
   static_assert(R::STAGE_BYTES % 16 == 0 && R::V_PITCH * 2 % 16 == 0 && R::OUT_PITCH * 2 % 16 == 0,
                 "bulk copy destinations and output rows 16-byte aligned");
-  static_assert(R::OUT_BYTES >= C * R::OUT_PITCH * 2, "one output tile");
   extern __shared__ __align__(128) u8 smem[];
   const auto [n, h, m0] = recurrence_work(p);
   const SequenceSpan seq = sequence_span(p, n);
@@ -160,37 +224,46 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
 
   u64* const full = reinterpret_cast<u64*>(smem + R::FULL_OFFSET);
   u64* const empty = reinterpret_cast<u64*>(smem + R::EMPTY_OFFSET);
+  u64* const out_full = reinterpret_cast<u64*>(smem + R::OUT_FULL_OFFSET);
+  u64* const out_empty = reinterpret_cast<u64*>(smem + R::OUT_EMPTY_OFFSET);
+  u8* const out_tiles = smem + R::OUT_OFFSET;
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
-      mbarrier_init(full + s, 1);
+      mbarrier_init(full + s, 1 + 32); // the record's bulk copy, the V warp's lanes
       mbarrier_init(empty + s, R::MMA_WARPS);
+    }
+    for (int b = 0; b < T; ++b) {
+      mbarrier_init(out_full + b, 32 * R::MMA_WARPS);
+      mbarrier_init(out_empty + b, 32);
     }
     mbarrier_init_fence();
   }
   __syncthreads(); // the last CTA-wide barrier: from here on the roles only meet at mbarriers
   if (warp >= R::PRODUCER_FIRST_WARP) {
-    if constexpr (R::PRODUCER_REGISTERS > 0) {
-      setmaxnreg_dec<R::PRODUCER_REGISTERS>(); // the whole producer warpgroup; its first warp's lane 0 works
-    }
-    if (warp == R::PRODUCER_FIRST_WARP && lane == 0) {
-      produce(p, smem, full, empty, seq, h, chunks);
+    setmaxnreg_dec<R::PRODUCER_REGISTERS>(); // the whole producer warpgroup
+    const int job = warp - R::PRODUCER_FIRST_WARP;
+    if (job == 0 && lane == 0) {
+      produce_records(p, smem, full, empty, seq, h, chunks);
+    } else if (job == 1) {
+      produce_v(p, smem, full, empty, seq, h, m0, chunks);
+    } else if (job == 2) {
+      produce_outputs(p, out_tiles, out_full, out_empty, seq, h, m0, chunks);
     }
     return;
   }
-  if constexpr (R::MMA_REGISTERS > 0) {
-    setmaxnreg_inc<R::MMA_REGISTERS>();
-  }
+  setmaxnreg_inc<R::MMA_REGISTERS>();
 
-  for (int c = 0; c < S - 1; ++c) {
-    if (c < chunks) {
-      load_warp_v_async(p, smem + c * R::STAGE_BYTES, seq, h, v_row, c);
-    }
-    cp_async_commit();
-  }
   float acc[1][16][4];
   load_state(p, n, h, m0, acc);
-  u8* const out_tile = smem + R::OUT_OFFSET;
-  float o_prev[NT][4]; // chunk c - 1's O^T: stored while chunk c's projections run
+  float o_prev[NT][4]; // chunk c - 1's O^T: staged while chunk c's projections run
+  // chunk c's output into tile c % T, once the output warp has stored chunk c - T from it
+  auto stage_output = [&](i64 c) {
+    const int b = static_cast<int>(c % T);
+    if (c >= T) {
+      mbarrier_wait(out_empty + b, static_cast<u32>((c / T - 1) & 1));
+    }
+    stage_warp_output(out_tiles + b * (R::OUT_BYTES / T), out_full + b, o_prev, v_row);
+  };
 
   for (i64 c = 0; c < chunks; ++c) {
     const int slot_index = static_cast<int>(c % S);
@@ -233,22 +306,15 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
       wgmma_m64k16_rs(o, sa[ks], kq + ((k_bytes + k_qd_rows) >> 4), ks > 0 ? 1 : 0);
     }
     wgmma_commit();
-    // off the chain while the projections are in flight: chunk c + S - 1's V
-    // columns into the slot chunk c - 1 used (this warp is done with its
-    // columns there), and chunk c - 1's output (o_prev is no wgmma operand)
-    if (c + S - 1 < chunks) {
-      load_warp_v_async(p, smem + static_cast<int>((c + S - 1) % S) * R::STAGE_BYTES, seq, h, v_row, c + S - 1);
-    }
-    cp_async_commit();
+    // off the chain while the projections are in flight: chunk c - 1's output
+    // (o_prev is no wgmma operand)
     if (c > 0) {
-      store_warp_output(p, out_tile, o_prev, seq, h, v_row, c - 1);
+      stage_output(c - 1);
     }
     wgmma_wait<0>();
 
     // residual: Delta^T[v][c] = beta_c (V[c][v] - P^T[v][c]) (beta_c = 0 past the end)
     const float* const beta = reinterpret_cast<const float*>(record + kda_plan::WS_BETA_OFFSET);
-    cp_async_wait<S - 1>(); // this warp's V columns of chunk c
-    __syncwarp();
     u32 da[KS][4]; // Delta^T as A fragments, K step kc = chunk rows 16 kc ..
 #pragma unroll
     for (int kc = 0; kc < KS; ++kc) {
@@ -299,9 +365,8 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
     }
   }
   if (chunks > 0) {
-    store_warp_output(p, out_tile, o_prev, seq, h, v_row, chunks - 1);
+    stage_output(chunks - 1);
   }
-  cp_async_wait<0>();
   if (p.state_out != nullptr) {
     store_state(p, n, h, m0, acc);
   }
