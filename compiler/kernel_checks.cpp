@@ -51,6 +51,25 @@ void check_chunks_per_cta(const KernelDecl& kernel, std::vector<Diagnostic>& sin
   }
 }
 
+// An early start only follows a kernel of the same call: the recurrence of a
+// decomposed design, after its prepare kernel, on a target with griddepcontrol.
+void check_programmatic_launch(const Schedule& schedule, const KernelDecl& kernel, const Target& target,
+                               std::vector<Diagnostic>& sink) {
+  if (!kernel.programmatic_launch) {
+    return;
+  }
+  const std::string path = kernel.json_path + "/programmatic_launch";
+  if (target.cc_major < 9) {
+    sink.push_back({path, fmt::format("a programmatic launch (griddepcontrol) needs sm_90 or later, not available on {}",
+                                      target.name)});
+  }
+  if (schedule.decomposition != Decomposition::decomposed || kernel.role != KernelRole::recurrence) {
+    sink.push_back({path, fmt::format("only a decomposed design's recurrence kernel starts early (it follows the "
+                                      "call's prepare kernel); this one is '{}'",
+                                      to_string(kernel.role))});
+  }
+}
+
 void check_pipeline(const KernelDecl& kernel, std::vector<Diagnostic>& sink) {
   const std::string path = kernel.json_path + "/pipeline";
   const PipelineDecl& p = kernel.pipeline;
@@ -145,6 +164,7 @@ void check_kernel_structure(const Schedule& schedule, const KernelDecl& kernel, 
   check_phases(kernel, sink);
   check_pipeline(kernel, sink);
   check_chunks_per_cta(kernel, sink);
+  check_programmatic_launch(schedule, kernel, target, sink);
   check_warp_roles(schedule, kernel, target, sink);
 }
 

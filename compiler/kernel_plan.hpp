@@ -61,6 +61,10 @@ struct LaunchPlan {
   /// Registers per thread at entry when the warp roles move registers with
   /// setmaxnreg (`__maxnreg__`, so ptxas knows the entry count); 0: none.
   int entry_registers = 0;
+  /// Launched with programmatic stream serialization when the kernel before it
+  /// is the same call's (the launcher's sequential path); schedule field
+  /// `programmatic_launch`.
+  bool programmatic = false;
 };
 
 struct PipelinePlan {

@@ -146,6 +146,7 @@ void read_kernel_body(ObjectReader& r, KernelDecl& kernel, std::vector<Diagnosti
   kernel.min_blocks_per_sm = narrow_int(r.integer("min_blocks_per_sm", false), 0);
   kernel.chunks_per_cta = narrow_int(r.integer("chunks_per_cta", false), 1);
   kernel.exclusive_sm = r.boolean("exclusive_sm", false).value_or(false);
+  kernel.programmatic_launch = r.boolean("programmatic_launch", false).value_or(false);
   if (const json* smem = r.field("smem", true)) {
     kernel.smem = read_smem(*smem, r.path_of("smem"), sink);
   }
@@ -276,7 +277,8 @@ Schedule parse_schedule(const json& document, const std::string& source) {
     s.kernels.push_back(std::move(kernel));
   } else {
     for (const char* key :
-         {"phases", "pipeline", "warp_roles", "smem", "min_blocks_per_sm", "chunks_per_cta", "exclusive_sm"}) {
+         {"phases", "pipeline", "warp_roles", "smem", "min_blocks_per_sm", "chunks_per_cta", "exclusive_sm",
+          "programmatic_launch"}) {
       if (r.field(key, false) != nullptr) {
         r.report(key, fmt::format("'{}' belongs to each entry of 'kernels' in a decomposed schedule", key));
       }

@@ -80,6 +80,11 @@ struct KernelDecl {
   /// Request the target's whole shared memory per block at launch, so that no
   /// other CTA (a concurrently running prepare kernel's) shares the SM.
   bool exclusive_sm = false;
+  /// Launch with programmatic stream serialization (sm_90+): a decomposed
+  /// design's recurrence may start while the prepare kernel before it in the
+  /// stream finishes; its fragment waits for that kernel's results
+  /// (griddepcontrol.wait) before reading them.
+  bool programmatic_launch = false;
   std::string json_path; ///< "" for a fused schedule's top level, "/kernels/i" otherwise
 
   int warps() const;

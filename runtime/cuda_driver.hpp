@@ -30,7 +30,7 @@ namespace kda::runtime {
   X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate) X(cuEventRecord)              \
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy) X(cuPointerGetAttribute)                    \
   X(cuTensorMapEncodeTiled) X(cuStreamCreateWithPriority) X(cuCtxGetStreamPriorityRange) X(cuStreamWaitEvent)  \
-  X(cuMemsetD32Async) X(cuStreamIsCapturing)
+  X(cuMemsetD32Async) X(cuStreamIsCapturing) X(cuLaunchKernelEx)
 
 /// The driver entry points kdajit calls. Members carry the driver's names (as
 /// cuda.h spells them after its versioning macros, so `api.cuMemAlloc(...)`

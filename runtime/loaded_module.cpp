@@ -112,9 +112,28 @@ void LoadedModule::set_max_dynamic_smem(std::string_view name, int bytes) {
   f.attributes = read_attributes(f);
 }
 
-void launch(CUfunction function, Dim3 grid, Dim3 block, unsigned dynamic_smem_bytes, CUstream stream, void** args) {
-  KDA_CU(cuLaunchKernel, function, grid.x, grid.y, grid.z, block.x, block.y, block.z, dynamic_smem_bytes, stream,
-         args, nullptr);
+void launch(CUfunction function, Dim3 grid, Dim3 block, unsigned dynamic_smem_bytes, CUstream stream, void** args,
+            StreamOrder order) {
+  if (order == StreamOrder::serialized) {
+    KDA_CU(cuLaunchKernel, function, grid.x, grid.y, grid.z, block.x, block.y, block.z, dynamic_smem_bytes, stream,
+           args, nullptr);
+    return;
+  }
+  CUlaunchAttribute attribute{};
+  attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attribute.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = grid.x;
+  config.gridDimY = grid.y;
+  config.gridDimZ = grid.z;
+  config.blockDimX = block.x;
+  config.blockDimY = block.y;
+  config.blockDimZ = block.z;
+  config.sharedMemBytes = dynamic_smem_bytes;
+  config.hStream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  KDA_CU(cuLaunchKernelEx, &config, function, args, nullptr);
 }
 
 } // namespace kda::runtime

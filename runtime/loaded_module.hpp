@@ -71,9 +71,17 @@ private:
   std::vector<LoadedFunction> m_functions;
 };
 
-/// Launches `function` on `stream` (cuLaunchKernel); `args` points to one
-/// pointer per kernel parameter. Throws DriverError when the launch is rejected
-/// (asynchronous faults surface at the next synchronizing call).
-void launch(CUfunction function, Dim3 grid, Dim3 block, unsigned dynamic_smem_bytes, CUstream stream, void** args);
+/// How a launch orders against the kernel before it in the stream.
+enum class StreamOrder {
+  serialized,   ///< starts once that kernel has completed (cuLaunchKernel)
+  programmatic, ///< may start while it finishes (programmatic stream serialization,
+                ///< sm_90+): the kernel waits for its results itself (griddepcontrol.wait)
+};
+
+/// Launches `function` on `stream`; `args` points to one pointer per kernel
+/// parameter. Throws DriverError when the launch is rejected (asynchronous
+/// faults surface at the next synchronizing call).
+void launch(CUfunction function, Dim3 grid, Dim3 block, unsigned dynamic_smem_bytes, CUstream stream, void** args,
+            StreamOrder order = StreamOrder::serialized);
 
 } // namespace kda::runtime

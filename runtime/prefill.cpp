@@ -269,11 +269,14 @@ bool launches(const EntryPlan& e, const ProblemShape& p) {
 
 // Every entry of a plan takes the same parameter struct (the plan's ABI), so
 // a call packs it once per set of values and launches each entry with it.
+// `order`: programmatic only where the kernel before it on `stream` is this
+// call's (the sequential path) and the plan asks for it.
 void launch_entry(const runtime::LoadedModule& module, const EntryPlan& e, runtime::Dim3 grid,
-                  std::vector<std::uint8_t>& params, CUstream stream) {
+                  std::vector<std::uint8_t>& params, CUstream stream,
+                  runtime::StreamOrder order = runtime::StreamOrder::serialized) {
   void* kernel_args[] = {params.data()};
   runtime::launch(module.function(e.entry_name).function, grid, {static_cast<unsigned>(e.launch.threads), 1, 1},
-                  static_cast<unsigned>(e.launch.dynamic_smem), stream, kernel_args);
+                  static_cast<unsigned>(e.launch.dynamic_smem), stream, kernel_args, order);
 }
 
 // The overlapped launch (runtime/prepare_overlap.hpp): chunk offsets and the
@@ -430,9 +433,15 @@ PrefillResult recurrent_kda_prefill(const PrefillArgs& args, const PrefillOption
     return result;
   }
   std::vector<std::uint8_t> params = pack_args(plan.abi, values);
+  bool first = true;
   for (const EntryPlan& e : plan.entries) {
     if (launches(e, p)) {
-      launch_entry(module, e, grid_of(e, p, plan), params, stream);
+      // a kernel that starts early never does so as the call's first one (the
+      // kernel before it would be the caller's)
+      const bool early = e.launch.programmatic && !first;
+      launch_entry(module, e, grid_of(e, p, plan), params, stream,
+                   early ? runtime::StreamOrder::programmatic : runtime::StreamOrder::serialized);
+      first = false;
     }
   }
   return result;

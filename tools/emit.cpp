@@ -40,7 +40,8 @@ int emit_command(const std::vector<std::string>& args, std::ostream& out, std::o
         entries.push_back({{"entry", e.entry_name},
                            {"threads", e.launch.threads},
                            {"dynamic_smem", e.launch.dynamic_smem},
-                           {"stages", e.pipeline.stages}});
+                           {"stages", e.pipeline.stages},
+                           {"programmatic_launch", e.launch.programmatic}});
       }
       nlohmann::json j{{"file_name", source.file_name}, {"entries", entries}};
       if (!parsed.has("--plan")) {
@@ -51,8 +52,9 @@ int emit_command(const std::vector<std::string>& args, std::ostream& out, std::o
     }
     if (parsed.has("--plan")) {
       for (const EntryPlan& e : plan.entries) {
-        out << fmt::format("{}: {} threads, {} B dynamic SMEM, {} stage(s)\n", e.entry_name, e.launch.threads,
-                           e.launch.dynamic_smem, e.pipeline.stages);
+        out << fmt::format("{}: {} threads, {} B dynamic SMEM, {} stage(s){}\n", e.entry_name, e.launch.threads,
+                           e.launch.dynamic_smem, e.pipeline.stages,
+                           e.launch.programmatic ? ", programmatic launch (starts as the kernel before it ends)" : "");
       }
       return k_exit_ok;
     }

@@ -20,6 +20,9 @@ struct KernelRecipe {
   std::vector<std::string> buffers; ///< exactly the SMEM buffers the fragment uses
   std::vector<std::string> roles;   ///< exactly the warp roles the fragment assigns work to
   int threads = 0;                  ///< only for an entry no schedule kernel declares (chunk offsets)
+  /// The fragment calls wait_prior_grid() before it reads what the kernel
+  /// launched before it writes, so a schedule may ask for a programmatic launch.
+  bool waits_for_prior_grid = false;
 };
 
 struct FamilyRecipe {

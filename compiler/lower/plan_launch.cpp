@@ -1,5 +1,9 @@
 #include "compiler/lower/passes.hpp"
 
+#include "compiler/errors.hpp"
+
+#include <fmt/format.h>
+
 namespace kda {
 
 int entry_registers(const KernelDecl& kernel) {
@@ -34,6 +38,14 @@ void plan_launch(const ValidatedSchedule& v, const FamilyRecipe& recipe, std::ve
       e.launch.chunks_per_cta = k.decl.chunks_per_cta;
       e.launch.grid = k.decl.role == KernelRole::prepare ? GridRule::chunks_by_heads : GridRule::sequences_by_heads;
       e.launch.entry_registers = entry_registers(k.decl);
+      e.launch.programmatic = k.decl.programmatic_launch;
+      const KernelRecipe* kr = kernel_recipe_of(recipe, e);
+      if (k.decl.programmatic_launch && (kr == nullptr || !kr->waits_for_prior_grid)) {
+        throw ScheduleError(v.schedule().source, {{k.decl.json_path + "/programmatic_launch",
+                                                fmt::format("fragment {} does not wait for the kernel before it "
+                                                            "(wait_prior_grid), so it cannot start early",
+                                                            kr == nullptr ? std::string("(none)") : kr->fragment)}});
+      }
     }
   }
 }

@@ -259,6 +259,7 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
   static_assert(S == 1 || S == 2, "one slot, or two for loading the next chunk ahead");
   static_assert(S == 1 || (P::Q_RAW_STAGED && P::K_RAW_STAGED && P::G_RAW_STAGED), "raw tiles per ring slot");
   extern __shared__ __align__(128) u8 smem[];
+  allow_dependent_launch(); // the recurrence may set up while the last chunks are prepared
   const int h = blockIdx.y;
   const i64 first = static_cast<i64>(blockIdx.x) * N;
   const float a_scale = __expf(p.a_log[h]);

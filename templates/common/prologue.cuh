@@ -142,6 +142,25 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N));
 }
 
+// A kernel launched after this one with programmatic stream serialization
+// (schedule field programmatic_launch) may be scheduled once every CTA of this
+// grid has passed here; it still waits for this grid's results in
+// wait_prior_grid. No effect before sm_90 or without such a launch.
+__device__ __forceinline__ void allow_dependent_launch() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Waits until the grid launched before this one on its stream has completed
+// and its writes are visible; returns at once when this kernel was launched
+// without programmatic stream serialization (or before sm_90).
+__device__ __forceinline__ void wait_prior_grid() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 // Waits for every cp.async this thread has issued, committed or not.
 __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.wait_all;" ::: "memory");

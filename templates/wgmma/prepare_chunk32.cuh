@@ -171,6 +171,7 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
                     P::LMAT_PITCH % 4 == 0 && P::TMAT_PITCH % 4 == 0,
                 "16-byte loads of rnorm and of L and T rows");
   extern __shared__ __align__(128) u8 smem[];
+  allow_dependent_launch(); // the recurrence may set up while the last chunks are prepared
   int h = 0;
   const int col = 2 * (threadIdx.x % (D / 2)); // key columns col, col + 1
   const int group = threadIdx.x / (D / 2);      // rows 8 group .. 8 group + 7

@@ -148,11 +148,16 @@ __device__ __forceinline__ void stage_warp_output(u8* tile, u64* out_full, const
 }
 
 // Producer warp 0 (lane 0): the records, each once its slot is free and (a
-// prepare kernel running beside this one) once it is ready.
+// prepare kernel running beside this one) once it is ready. With a
+// programmatic launch the CTA may start while the prepare kernel finishes: this
+// is the only thread that reads what that kernel writes, and it waits for it
+// first (the others read inputs, write outputs the prepare kernel never
+// touches, and read records only from the slots).
 __device__ __forceinline__ void produce_records(const kda_plan::KdaParams& p, u8* smem, u64* full, u64* empty,
                                                 const SequenceSpan& seq, int h, i64 chunks) {
   namespace R = kda_plan::recurrence;
   constexpr int S = R::STAGES;
+  wait_prior_grid();
   for (i64 c = 0; c < chunks; ++c) {
     const int slot = static_cast<int>(c % S);
     if (c >= S) {

@@ -285,3 +285,30 @@ TEST_CASE("numerics.mqk_diagonal must say how the generator forms Mqk's diagonal
              Contains("/numerics/mqk_diagonal: the wgmma_decomposed_c16 generator forms Mqk's diagonal from the "
                       "anchored operands"));
 }
+
+TEST_CASE("programmatic_launch: the wgmma recurrence starts as the prepare kernel ends, only where that is safe",
+          "[compiler][lower][wgmma]") {
+  const KernelPlan plan = test::lower_shipped("sm90_wgmma_c32", "sm_90a", LayoutKind::packed);
+  for (const EntryPlan& e : plan.entries) {
+    CHECK(e.launch.programmatic == (e.kernel == "recurrence"));
+  }
+  const std::string text = emit_cuda(plan).text;
+  CHECK_THAT(text, Contains("griddepcontrol.wait;"));             // the record producer waits for the prepare kernel
+  CHECK_THAT(text, Contains("griddepcontrol.launch_dependents;")); // which lets the recurrence launch early
+
+  nlohmann::json on_prepare = test::shipped_schedule_json("sm90_wgmma_c32");
+  on_prepare["kernels"][0]["programmatic_launch"] = true;
+  CHECK_THAT(problems_of_lowering(on_prepare, "sm_90a"),
+             Contains("/kernels/0/programmatic_launch: only a decomposed design's recurrence kernel starts early (it "
+                      "follows the call's prepare kernel); this one is 'prepare'"));
+
+  // the portable recurrence does not wait for the prepare kernel: it may not start early
+  nlohmann::json portable = test::shipped_schedule_json("portable_c16");
+  portable["kernels"][1]["programmatic_launch"] = true;
+  CHECK_THAT(problems_of_lowering(portable, "sm_90"),
+             Contains("/kernels/1/programmatic_launch: fragment warp_mma/recurrence does not wait for the kernel "
+                      "before it (wait_prior_grid), so it cannot start early"));
+  CHECK_THAT(problems_of_lowering(portable, "sm_80"),
+             Contains("/kernels/1/programmatic_launch: a programmatic launch (griddepcontrol) needs sm_90 or later, "
+                      "not available on sm_80"));
+}
