@@ -50,6 +50,15 @@ FamilyRecipe tcgen05_fused_recipe(const std::string& name, int c, std::vector<in
 const std::vector<FamilyRecipe>& all_family_recipes() {
   static const std::vector<std::string> k_prepare_buffers = {
       "q_raw", "k_raw", "g_raw", "kd", "qd", "ki", "kd_lo", "qd_lo", "ki_lo", "lmat", "rnorm", "beta"};
+  // The wgmma recurrence (chunk 16 or 32): the record ring, V and the output
+  // tiles; it waits for the prepare kernel, so it may be launched early.
+  static const KernelRecipe k_wgmma_recurrence = {KernelRole::recurrence,
+                                                  "wgmma/recurrence",
+                                                  "kda::frag::recurrence",
+                                                  {"record", "v", "out", "full", "empty", "out_full", "out_empty"},
+                                                  {"mma", "producer"},
+                                                  0,
+                                                  true};
   static const std::vector<FamilyRecipe> k_recipes = {
       {
           "warp_mma_decomposed_c16",
@@ -102,13 +111,7 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
               return b;
             }(),
             {"prepare"}},
-           {KernelRole::recurrence,
-            "wgmma/recurrence",
-            "kda::frag::recurrence",
-            {"record", "v", "out", "full", "empty", "out_full", "out_empty"},
-            {"mma", "producer"},
-            0,
-            true}},
+           k_wgmma_recurrence},
           {KernelRole::prepare, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256},
           {{"KQ", 0, 32 * 128 * 2, 4 * 128, 128},
            {"UPD", 0, 144 * 16 * 2, 18 * 128, 128},
@@ -136,13 +139,7 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
             {"q_raw", "k_raw", "g_raw", "rnorm", "beta", "gsum", "qkdot", "chunk_info", "ki", "kda", "qda", "lmat", "mqk",
              "kr", "tmat", "tt"},
             {"prepare"}},
-           {KernelRole::recurrence,
-            "wgmma/recurrence",
-            "kda::frag::recurrence",
-            {"record", "v", "out", "full", "empty", "out_full", "out_empty"},
-            {"mma", "producer"},
-            0,
-            true}},
+           k_wgmma_recurrence},
           {KernelRole::prepare, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256},
           {{"KQ", 0, 64 * 128 * 2, 8 * 128, 128},
            {"UPD", 0, 160 * 32 * 2, 20 * 128, 128},

@@ -70,56 +70,66 @@ constexpr int k_rows_per_pass = 32 / k_row_pieces;
 static_assert(32 % k_row_pieces == 0 && kda_plan::CHUNK_SIZE % k_rows_per_pass == 0,
               "whole rows per warp instruction, whole passes per chunk");
 
-// The byte offset of (token row `row`, head h, value column `col`) in v or out.
-__device__ __forceinline__ i64 token_column_at(const kda_plan::KdaParams& p, i64 row, int h, int col) {
-  return (row * p.heads + h) * kda_plan::HEAD_DIM * 2 + 2 * col;
+// A warp's walk over chunk c's rows, value columns m0 .. m0 + M_TILE (V loads,
+// output stores): the lane takes 16-byte piece lane % k_row_pieces of rows
+// lane / k_row_pieces + k_rows_per_pass i.
+struct ChunkRowWalk {
+  int col;        // the lane's first value column
+  int row;        // the lane's first chunk row
+  int valid;      // the chunk's rows inside the sequence
+  i64 at;         // byte offset of (the lane's first row, head h, col) in v or out
+  i64 pass_bytes; // from one of the lane's rows to its next
+};
+
+__device__ __forceinline__ ChunkRowWalk chunk_row_walk(const kda_plan::KdaParams& p, const SequenceSpan& seq, int h,
+                                                       int m0, i64 c) {
+  constexpr int C = kda_plan::CHUNK_SIZE;
+  constexpr int D = kda_plan::HEAD_DIM;
+  const int lane = threadIdx.x & 31;
+  ChunkRowWalk w;
+  w.col = m0 + 8 * (lane % k_row_pieces);
+  w.row = lane / k_row_pieces;
+  w.valid = static_cast<int>(min(static_cast<i64>(C), seq.length - c * C));
+  w.at = ((seq.start + c * C + w.row) * p.heads + h) * D * 2 + 2 * w.col;
+  w.pass_bytes = k_rows_per_pass * p.heads * D * 2;
+  return w;
 }
 
-// The V warp: chunk c's V rows (value columns m0 .. m0 + M_TILE) into the
-// slot's V tile, rows past the sequence end zero-filled; every lane's copies
-// arrive on the slot's `full` barrier when they land. Lane: column piece
-// lane % k_row_pieces of rows lane / k_row_pieces + k_rows_per_pass i.
+// The V warp: chunk c's V rows into the slot's V tile, rows past the sequence
+// end zero-filled; every lane's copies arrive on the slot's `full` barrier
+// when they land.
 __device__ __forceinline__ void load_v_rows(const kda_plan::KdaParams& p, u8* slot, u64* full, const SequenceSpan& seq,
                                             int h, int m0, i64 c) {
   namespace R = kda_plan::recurrence;
   constexpr int C = kda_plan::CHUNK_SIZE;
-  const int lane = threadIdx.x & 31;
-  const int col = m0 + 8 * (lane % k_row_pieces);
-  const int row = lane / k_row_pieces;
-  const int valid = static_cast<int>(min(static_cast<i64>(C), seq.length - c * C));
-  const i64 pass_bytes = k_rows_per_pass * p.heads * kda_plan::HEAD_DIM * 2;
+  const ChunkRowWalk w = chunk_row_walk(p, seq, h, m0, c);
   const u8* const v = reinterpret_cast<const u8*>(p.v);
-  const u8* src = v + token_column_at(p, seq.start + c * C + row, h, col);
-  u8* dst = slot + R::V_OFFSET + 2 * (row * R::V_PITCH + col);
+  const u8* src = v + w.at;
+  u8* dst = slot + R::V_OFFSET + 2 * (w.row * R::V_PITCH + w.col);
 #pragma unroll
-  for (int r = row; r < C; r += k_rows_per_pass) {
-    cp_async_16(dst, r < valid ? src : v, r < valid);
-    src += pass_bytes;
+  for (int r = w.row; r < C; r += k_rows_per_pass) {
+    cp_async_16(dst, r < w.valid ? src : v, r < w.valid);
+    src += w.pass_bytes;
     dst += 2 * k_rows_per_pass * R::V_PITCH;
   }
   cp_async_arrive_noinc(full);
 }
 
-// The output warp: chunk c's valid rows (value columns m0 .. m0 + M_TILE) from
-// an output tile to the output, one 16-byte load and store per piece (lanes as
-// in load_v_rows).
+// The output warp: chunk c's valid rows from an output tile to the output, one
+// 16-byte load and store per piece.
 __device__ __forceinline__ void store_output_rows(const kda_plan::KdaParams& p, const u8* tile, const SequenceSpan& seq,
                                                   int h, int m0, i64 c) {
   namespace R = kda_plan::recurrence;
   constexpr int C = kda_plan::CHUNK_SIZE;
-  const int lane = threadIdx.x & 31;
-  const int col = m0 + 8 * (lane % k_row_pieces);
-  const int row = lane / k_row_pieces;
-  const int valid = static_cast<int>(min(static_cast<i64>(C), seq.length - c * C));
-  const i64 pass_bytes = k_rows_per_pass * p.heads * kda_plan::HEAD_DIM * 2;
-  u8* dst = reinterpret_cast<u8*>(p.out) + token_column_at(p, seq.start + c * C + row, h, col);
-  const u8* src = tile + 2 * (row * R::OUT_PITCH + col);
+  const ChunkRowWalk w = chunk_row_walk(p, seq, h, m0, c);
+  u8* dst = reinterpret_cast<u8*>(p.out) + w.at;
+  const u8* src = tile + 2 * (w.row * R::OUT_PITCH + w.col);
 #pragma unroll 4 // four 16-byte pieces in flight: the warp has 40 registers
-  for (int r = row; r < C; r += k_rows_per_pass) {
-    if (r < valid) {
+  for (int r = w.row; r < C; r += k_rows_per_pass) {
+    if (r < w.valid) {
       *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
     }
-    dst += pass_bytes;
+    dst += w.pass_bytes;
     src += 2 * k_rows_per_pass * R::OUT_PITCH;
   }
 }
