@@ -14,7 +14,7 @@
 //   warp 1: the chunk's V rows (the CTA's M_TILE value columns) into the same
 //           slot, 16-byte cp.asyncs whose completion every lane adds to `full`
 //           (cp.async.mbarrier.arrive.noinc: `full` expects 1 + 32 arrivals);
-//   warp 2: the outputs, from a ring of OUT_SLOTS SMEM tiles that the MMA
+//   warp 2: the outputs, from a ring of SMEM tiles (one per out_full) the MMA
 //           warps fill (`out_full`, one arrival per MMA thread) to global
 //           memory, then frees the tile (`out_empty`, one per lane);
 // warps 0 and 1 refill a slot once every MMA warp has arrived on its `empty`
