@@ -224,12 +224,9 @@ struct PrepareChunk {
 __device__ __forceinline__ PrepareChunk prepare_chunk_at(const kda_plan::KdaParams& p, i64 chunk) {
   PrepareChunk c;
   c.chunk = chunk;
-  i64 first_chunk = 0;
-  const int n = sequence_of_chunk(p, chunk, first_chunk);
-  if (n < 0) {
+  if (sequence_of_chunk(p, chunk, c.seq) < 0) {
     return c;
   }
-  c.seq = sequence_span(p, n, first_chunk);
   c.row0 = (chunk - c.seq.first_chunk) * kda_plan::CHUNK_SIZE;
   c.valid = static_cast<int>(min(static_cast<i64>(kda_plan::CHUNK_SIZE), c.seq.length - c.row0));
   c.exists = true;

@@ -32,16 +32,18 @@ constexpr int row_tiles() {
 
 // What a CTA of a recurrent grid works on: sequence n, head h and value rows
 // m0 .. m0 + M_TILE - 1, from recurrence_pair's (n, y = h x row blocks + row
-// block) (common/sequences: packed layouts take the longest sequences first).
+// block) (common/sequences: packed layouts take the longest sequences first),
+// and where sequence n lies.
 struct RecurrenceWork {
   int n;
   int h;
   int m0;
+  SequenceSpan seq;
 };
 
 __device__ __forceinline__ RecurrenceWork recurrence_work(const kda_plan::KdaParams& p) {
   const RecurrencePair pair = recurrence_pair(p);
-  return {pair.n, pair.y / row_blocks(), (pair.y % row_blocks()) * kda_plan::M_TILE};
+  return {pair.n, pair.y / row_blocks(), (pair.y % row_blocks()) * kda_plan::M_TILE, pair.seq};
 }
 
 // state[mt][nt] for nt < 16; a wider array (TILES > 16) keeps more

@@ -33,12 +33,16 @@ __device__ __forceinline__ int warp_inclusive_sum(int x) {
 // Packed calls of at most WARP_TABLE_MAX_SEQUENCES sequences have no
 // chunk_offsets table (the runtime does not launch that kernel): a warp
 // derives its entries from cu_seqlens itself. Lane l gets sequence l's first
-// chunk (an exclusive scan of the chunk counts; lane N: the total) and its
-// chunk count (0 from lane N on). Every lane of the warp must call it (it
-// shuffles), never from under a lane-dependent condition; one dependent load.
+// chunk (an exclusive scan of the chunk counts; lane N: the total), its chunk
+// count (0 from lane N on) and its tokens [start, end) (0 from lane N on), so
+// that a sequence's span is shuffled from its lane (warp_table_span), never
+// loaded again. Every lane of the warp must call it (it shuffles), never from
+// under a lane-dependent condition; one load of cu_seqlens per lane.
 struct WarpTableEntry {
   i64 first_chunk;
   i64 chunks;
+  i64 start;
+  i64 end;
 };
 __device__ __forceinline__ bool warp_sequence_table(const kda_plan::KdaParams& p) {
   static_assert(kda_plan::WARP_TABLE_MAX_SEQUENCES < 32, "lanes 0..N hold the N + 1 table entries");
@@ -46,11 +50,23 @@ __device__ __forceinline__ bool warp_sequence_table(const kda_plan::KdaParams& p
 }
 __device__ __forceinline__ WarpTableEntry warp_table_entry(const kda_plan::KdaParams& p) {
   const int lane = threadIdx.x & 31;
+  // lane l loads offset l (l <= N) and takes offset l + 1 from lane l + 1
+  const i64 start = lane <= p.num_seqs ? load_offset(p, lane) : 0;
+  const i64 next = __shfl_down_sync(0xffffffffu, start, 1);
+  const bool owns = lane < p.num_seqs;
   // 32-bit scan (five shuffles on the CTA's critical path; the chunk_offsets
   // table is int32 too)
-  const int chunks = lane < p.num_seqs ? static_cast<int>(chunks_of(load_offset(p, lane + 1) - load_offset(p, lane))) : 0;
+  const int chunks = owns ? static_cast<int>(chunks_of(next - start)) : 0;
   const int inclusive = warp_inclusive_sum(chunks);
-  return {static_cast<i64>(inclusive - chunks), static_cast<i64>(chunks)};
+  return {static_cast<i64>(inclusive - chunks), static_cast<i64>(chunks), owns ? start : 0, owns ? next : 0};
+}
+// Sequence n's span from the warp table (whole warp, n the same on every lane).
+__device__ __forceinline__ SequenceSpan warp_table_span(const WarpTableEntry& e, int n) {
+  SequenceSpan s;
+  s.start = __shfl_sync(0xffffffffu, e.start, n);
+  s.length = __shfl_sync(0xffffffffu, e.end, n) - s.start;
+  s.first_chunk = __shfl_sync(0xffffffffu, e.first_chunk, n);
+  return s;
 }
 // Sequence n's tokens, its first chunk already known (sequence_of_chunk).
 __device__ __forceinline__ SequenceSpan sequence_span(const kda_plan::KdaParams& p, int n, i64 first_chunk) {
@@ -70,10 +86,12 @@ __device__ __forceinline__ SequenceSpan sequence_span(const kda_plan::KdaParams&
 __device__ __forceinline__ SequenceSpan sequence_span(const kda_plan::KdaParams& p, int n) {
   SequenceSpan s;
   if (kda_plan::LAYOUT_PACKED) {
+    if (warp_sequence_table(p)) {
+      return warp_table_span(warp_table_entry(p), n);
+    }
     s.start = load_offset(p, n);
     s.length = load_offset(p, n + 1) - s.start;
-    s.first_chunk = warp_sequence_table(p) ? __shfl_sync(0xffffffffu, warp_table_entry(p).first_chunk, n)
-                                           : static_cast<i64>(p.chunk_offsets[n]);
+    s.first_chunk = static_cast<i64>(p.chunk_offsets[n]);
   } else {
     s.start = static_cast<i64>(n) * p.seq_len;
     s.length = p.seq_len;
@@ -83,8 +101,9 @@ __device__ __forceinline__ SequenceSpan sequence_span(const kda_plan::KdaParams&
 }
 
 // The sequence owning global chunk `chunk`, or -1 past the last chunk, and its
-// first chunk. Up to WARP_TABLE_MAX_SEQUENCES packed sequences: from the warp
-// table (no chunk_offsets kernel ran). Every
+// span (`seq`, set only for a sequence). Up to WARP_TABLE_MAX_SEQUENCES packed
+// sequences: from the warp table (no chunk_offsets kernel ran; the span
+// shuffled from it, no second dependent load). Every
 // lane of the calling warp passes the same chunk (a prepare CTA's threads
 // all call it). Packed: the last n with chunk_offsets[n] <= chunk (zero-length
 // sequences share their successor's offset and are skipped by taking the
@@ -93,19 +112,22 @@ __device__ __forceinline__ SequenceSpan sequence_span(const kda_plan::KdaParams&
 // (the samples <= chunk are a prefix: the offsets do not decrease), so up to
 // 31 sequences take one dependent load and up to 1,023 two, where a binary
 // search took log2 N + 1 of them at the start of every prepare CTA.
-__device__ __forceinline__ int sequence_of_chunk(const kda_plan::KdaParams& p, i64 chunk, i64& first_chunk) {
+__device__ __forceinline__ int sequence_of_chunk(const kda_plan::KdaParams& p, i64 chunk, SequenceSpan& seq) {
   if (!kda_plan::LAYOUT_PACKED) {
     const i64 per = chunks_of(p.seq_len);
     const i64 n = per > 0 ? chunk / per : p.num_seqs;
-    first_chunk = n * per;
-    return n < p.num_seqs ? static_cast<int>(n) : -1;
+    if (n >= p.num_seqs) {
+      return -1;
+    }
+    seq = sequence_span(p, static_cast<int>(n), n * per);
+    return static_cast<int>(n);
   }
   if (warp_sequence_table(p)) { // lanes 0..N hold the table's N + 1 entries
     const int lane = threadIdx.x & 31;
     const WarpTableEntry e = warp_table_entry(p); // every lane: it shuffles
     const bool at_or_before = lane <= p.num_seqs && e.first_chunk <= chunk;
     const int found = __popc(__ballot_sync(0xffffffffu, at_or_before)) - 1;
-    first_chunk = __shfl_sync(0xffffffffu, e.first_chunk, found);
+    seq = warp_table_span(e, found); // every lane: it shuffles (found = N: zeros, unused)
     return found < p.num_seqs ? found : -1;
   }
   const i64 entries = static_cast<i64>(p.num_seqs) + 1; // chunk_offsets[0] = 0 <= chunk
@@ -120,8 +142,11 @@ __device__ __forceinline__ int sequence_of_chunk(const kda_plan::KdaParams& p, i
     const bool at_or_before = i < entries && p.chunk_offsets[i] <= chunk;
     found += (__popc(__ballot_sync(0xffffffffu, at_or_before)) - 1) * stride;
   }
-  first_chunk = p.chunk_offsets[found];
-  return found < p.num_seqs ? static_cast<int>(found) : -1; // found = N: at or past the last chunk's end
+  if (found >= p.num_seqs) {
+    return -1; // found = N: at or past the last chunk's end
+  }
+  seq = sequence_span(p, static_cast<int>(found), p.chunk_offsets[found]);
+  return static_cast<int>(found);
 }
 
 // Length buckets of the sequence order: 0 for empty sequences, else
@@ -156,15 +181,19 @@ __device__ __forceinline__ int* sequence_order(const kda_plan::KdaParams& p) {
 // the longest sequences starts in the first wave and the last waves hold the
 // short chains (a list schedule close to longest-processing-time first; in
 // launch order a long chain could start last and run alone). Fixed layouts:
-// every sequence is as long, the block index as it is.
+// every sequence is as long, the block index as it is. With the sequence's
+// span: up to WARP_TABLE_MAX_SEQUENCES packed sequences from the one warp
+// table the order was ranked on.
 struct RecurrencePair {
   int n;
   int y;
+  SequenceSpan seq;
 };
 
 __device__ __forceinline__ RecurrencePair recurrence_pair(const kda_plan::KdaParams& p) {
   if (!kda_plan::LAYOUT_PACKED) {
-    return {static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y)};
+    const int n = static_cast<int>(blockIdx.x);
+    return {n, static_cast<int>(blockIdx.y), sequence_span(p, n)};
   }
   const i64 linear = static_cast<i64>(blockIdx.y) * gridDim.x + blockIdx.x;
   const int position = static_cast<int>(linear / gridDim.y);
@@ -180,9 +209,11 @@ __device__ __forceinline__ RecurrencePair recurrence_pair(const kda_plan::KdaPar
       rank += (other > bucket || (other == bucket && m < lane)) ? 1 : 0;
     }
     const unsigned at = __ballot_sync(0xffffffffu, lane < p.num_seqs && rank == position);
-    return {__ffs(static_cast<int>(at)) - 1, static_cast<int>(linear % gridDim.y)};
+    const int n = __ffs(static_cast<int>(at)) - 1;
+    return {n, static_cast<int>(linear % gridDim.y), warp_table_span(e, n)};
   }
-  return {sequence_order(p)[position], static_cast<int>(linear % gridDim.y)};
+  const int n = sequence_order(p)[position];
+  return {n, static_cast<int>(linear % gridDim.y), sequence_span(p, n)};
 }
 
 // sequence_order by a counting sort over length buckets: from the histogram

@@ -82,8 +82,7 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
   static_assert(row_tiles() >= 1 && rows_per_warp() * recurrence_warps() == kda_plan::M_TILE,
                 "the warps own the CTA's M_TILE value rows, 16 or more each");
   extern __shared__ __align__(128) u8 smem[];
-  const auto [n, h, m0] = recurrence_work(p);
-  const SequenceSpan seq = sequence_span(p, n);
+  const auto [n, h, m0, seq] = recurrence_work(p);
   const i64 chunks = chunks_of(seq.length);
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;

@@ -182,6 +182,10 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   const int t = lane & 3;
 
   static_assert(P::CHUNK_INFO_BYTES >= 7 * 8 && P::CHUNK_INFO_OFFSET % 8 == 0, "the chunk's 7 i64 for the CTA");
+  // the head's gate parameters, loaded while the chunk's sequence is looked up
+  const int head = prepare_head_of_block(p);
+  const float a_log = p.a_log[head];
+  const float2 bias = *reinterpret_cast<const float2*>(p.dt_bias + head * D + col);
   const PrepareChunk c =
       kda_plan::LAYOUT_PACKED
           ? prepare_chunk_of_block_once(p, h, reinterpret_cast<i64*>(smem + P::CHUNK_INFO_OFFSET))
@@ -198,8 +202,7 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   load_chunk_tile<Rows>(p, c, h, p.q, smem + P::Q_RAW_OFFSET);
   load_chunk_tile<Rows>(p, c, h, p.k, smem + P::K_RAW_OFFSET);
   cp_async_commit();
-  const float slope = -1.4426950408889634f * __expf(p.a_log[h]); // -a log2 e
-  const float2 bias = *reinterpret_cast<const float2*>(p.dt_bias + h * D + col);
+  const float slope = -1.4426950408889634f * __expf(a_log); // -a log2 e
   const float2 offset = make_float2(slope * bias.x, slope * bias.y);
   const float anchor = static_cast<float>(kda_plan::ANCHOR_ROWS) * p.gate_scale; // C_a (log2)
   u8* record = p.workspace + (c.chunk * p.heads + h) * static_cast<i64>(kda_plan::WS_RECORD_BYTES);

@@ -227,8 +227,7 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
   static_assert(R::STAGE_BYTES % 16 == 0 && R::V_PITCH * 2 % 16 == 0 && R::OUT_PITCH * 2 % 16 == 0,
                 "bulk copy destinations and output rows 16-byte aligned");
   extern __shared__ __align__(128) u8 smem[];
-  const auto [n, h, m0] = recurrence_work(p);
-  const SequenceSpan seq = sequence_span(p, n);
+  const auto [n, h, m0, seq] = recurrence_work(p);
   const i64 chunks = chunks_of(seq.length);
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
