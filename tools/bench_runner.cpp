@@ -148,4 +148,26 @@ Timing time_calls(const Workload& wl, int warmup, int iters, const PrefillOption
   return t;
 }
 
+double time_back_to_back(const Workload& wl, int warmup, int calls, const PrefillOptions& options) {
+  for (int i = 0; i < warmup; ++i) {
+    recurrent_kda_prefill(args_for(wl, wl.sets[static_cast<std::size_t>(i) % wl.sets.size()]), options);
+  }
+  CUevent start = nullptr;
+  CUevent stop = nullptr;
+  KDA_CU(cuEventCreate, &start, 0);
+  KDA_CU(cuEventCreate, &stop, 0);
+  KDA_CU(cuCtxSynchronize);
+  KDA_CU(cuEventRecord, start, nullptr);
+  for (int i = 0; i < calls; ++i) {
+    recurrent_kda_prefill(args_for(wl, wl.sets[static_cast<std::size_t>(i) % wl.sets.size()]), options);
+  }
+  KDA_CU(cuEventRecord, stop, nullptr);
+  KDA_CU(cuEventSynchronize, stop);
+  float elapsed = 0.0f;
+  KDA_CU(cuEventElapsedTime, &elapsed, start, stop);
+  driver_api().cuEventDestroy(start);
+  driver_api().cuEventDestroy(stop);
+  return static_cast<double>(elapsed) / calls;
+}
+
 } // namespace kda::tools

@@ -64,4 +64,10 @@ struct Timing {
 /// Median and minimum of `iters` calls after `warmup`, each timed with CUDA events.
 Timing time_calls(const Workload& wl, int warmup, int iters, const PrefillOptions& options = {});
 
+/// Milliseconds per call of `calls` calls enqueued back to back between two
+/// CUDA events (after `warmup` calls): each call's host time before its first
+/// launch runs while the GPU works on the call before, so the figure is the
+/// GPU's time per call. A diagnostic beside time_calls, not the peers' setting.
+double time_back_to_back(const Workload& wl, int warmup, int calls, const PrefillOptions& options = {});
+
 } // namespace kda::tools

@@ -89,13 +89,17 @@ usage:
       lowest geometric mean into the local tuning table (KDAJIT_TUNE_FILE,
       else <cache dir>/tuning-v1.json), keyed by CC and SM count. Routing
       reads it over the tables shipped in tuning/*.json, entry by entry.
-  kdajit bench [--cases a,b] [--iters N] [--warmup N] [--cold] [--schedule S] [--no-overlap] [--json]
+  kdajit bench [--cases a,b] [--iters N] [--warmup N] [--cold] [--schedule S] [--no-overlap] [--back-to-back]
+               [--json]
       Time recurrent_kda_prefill on the peers' workloads (GPU needed): median
       of N calls after warm-up, CUDA events, bf16 state updated in place; ms,
       GB/s, ratio to the memory floor and to FlashKDA and FLA on the H200.
       --schedule S times schedule S wherever it is eligible (else refused);
       --no-overlap runs a prepare_overlap schedule's kernels one after the
-      other (the kernel column ends in (overlapped) when they ran together).
+      other (the kernel column ends in (overlapped) when they ran together);
+      --back-to-back also times N calls enqueued back to back between two
+      events (a diagnostic: the host's time before each call's first launch
+      hidden behind the call before).
   kdajit --help | help        this text
   kdajit --version            the version
 
