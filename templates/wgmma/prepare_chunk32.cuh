@@ -172,7 +172,7 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
                 "16-byte loads of rnorm and of L and T rows");
   extern __shared__ __align__(128) u8 smem[];
   allow_dependent_launch(); // the recurrence may set up while the last chunks are prepared
-  int h = 0;
+  int h = prepare_head_of_block(p); // known before the chunk's sequence is looked up
   const int col = 2 * (threadIdx.x % (D / 2)); // key columns col, col + 1
   const int group = threadIdx.x / (D / 2);      // rows 8 group .. 8 group + 7
   const int r0 = ROWS * group;
@@ -183,9 +183,8 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
 
   static_assert(P::CHUNK_INFO_BYTES >= 7 * 8 && P::CHUNK_INFO_OFFSET % 8 == 0, "the chunk's 7 i64 for the CTA");
   // the head's gate parameters, loaded while the chunk's sequence is looked up
-  const int head = prepare_head_of_block(p);
-  const float a_log = p.a_log[head];
-  const float2 bias = *reinterpret_cast<const float2*>(p.dt_bias + head * D + col);
+  const float a_log = p.a_log[h];
+  const float2 bias = *reinterpret_cast<const float2*>(p.dt_bias + h * D + col);
   const PrepareChunk c =
       kda_plan::LAYOUT_PACKED
           ? prepare_chunk_of_block_once(p, h, reinterpret_cast<i64*>(smem + P::CHUNK_INFO_OFFSET))
