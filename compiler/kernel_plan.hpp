@@ -83,7 +83,7 @@ struct WarpRolePlan {
 /// One `extern "C"` entry point of the module.
 struct EntryPlan {
   std::string entry_name;   ///< kda_prefill_<schedule>_<kernel>
-  std::string kernel;       ///< schedule kernel name, or "chunk_offsets"
+  std::string kernel;       ///< schedule kernel name, or "chunk_offsets" (role sequence_table)
   KernelRole role = KernelRole::fused;
   std::string fragment;     ///< template fragment that implements it
   std::string call;         ///< the fragment function the entry calls
@@ -108,7 +108,9 @@ struct ArgField {
 
 /// The single by-value parameter struct every entry point takes.
 struct ArgAbi {
-  int version = 3; ///< 2: ready_flags, ready_epoch, chunk_begin, chunk_major; 3: TMA tensor maps (plans that load with TMA)
+  /// 2: ready_flags, ready_epoch, chunk_begin, chunk_major; 3: TMA tensor maps
+  /// (plans that load with TMA); 4: state pools, seq_order, checkpoints
+  int version = 4;
   std::vector<ArgField> fields;
   std::int64_t size = 0;
   std::int64_t alignment = 8;
@@ -175,10 +177,31 @@ struct UmmaPlan {
   int tmem_columns = 0;              ///< allocated (tcgen05.alloc: a power of two >= 32)
   bool proxy = false;                ///< the sm_90a proxy: TMEM is a per-CTA global image
   std::int64_t tmem_image_bytes = 0; ///< proxy: 128 lanes x tmem_columns x 4
-  /// TMA loads of whole chunks' q, k, g, v tiles: columns per box (128 B of
-  /// bf16, the 128-byte swizzle); the launcher passes one tensor map per tensor
-  /// (KdaParams tma_q, tma_k, tma_g, tma_v). 0: no TMA.
-  int tma_box_cols = 0;
+};
+
+/// TMA loads of whole chunks: the launcher encodes one tensor map per token
+/// tensor per call (the addresses change), each viewing it as
+/// [tokens][heads][128] bf16 rows with boxes of `box_cols` columns x
+/// `box_rows` rows and the 128-byte swizzle (compiler/encodings/tensor_map.hpp).
+/// The ABI carries them as tma_<tensor>.
+struct TileTensorMapPlan {
+  int box_cols = 0;
+  int box_rows = 0;
+  std::vector<std::string> tensors; ///< "q", "k", "g", "v": ABI fields tma_q, ...
+};
+
+/// What a call may ask of the plan's kernels beyond the plain operator: the
+/// family's generator implements them (FamilyRecipe::features), the schedule
+/// offers them (its eligibility), and `lower()` keeps those both grant.
+/// State pools and seq_order are kernel arguments (the plain plan takes them);
+/// checkpoints are compiled in only when the shape key asks
+/// (`ShapeKey::checkpoints`, constant CHECKPOINTS), so a plan without them
+/// runs the same code as before they existed.
+struct PlanFeatures {
+  bool state_pool = false;  ///< ssm_state_indices: sequence i reads and updates pool slot idx[i]
+  bool seq_order = false;   ///< the caller's order of the packed sequences replaces longest-first
+  bool checkpoints = false; ///< native checkpoints: the state before every interval, bf16
+  bool operator==(const PlanFeatures&) const = default;
 };
 
 
@@ -216,6 +239,8 @@ struct KernelPlan {
   std::optional<PrepareOverlapModel> prepare_overlap; ///< the prepare kernel may run beside the recurrence
   NumericsPlan numerics;
   std::optional<UmmaPlan> umma; ///< tcgen05 designs (and their sm_90a proxy)
+  std::optional<TileTensorMapPlan> tile_tensor_maps; ///< whole chunks loaded with TMA
+  PlanFeatures features; ///< what calls of this plan may ask (see PlanFeatures)
 };
 
 } // namespace kda

@@ -2,8 +2,6 @@
 
 #include "compiler/lower/passes.hpp"
 
-#include <algorithm>
-
 namespace kda {
 
 KernelPlan lower(const ValidatedSchedule& v, const ShapeKey& shape) {
@@ -28,25 +26,19 @@ KernelPlan lower(const ValidatedSchedule& v, const ShapeKey& shape) {
   plan_warp_roles(v, recipe, plan.entries);
   plan_launch(v, recipe, plan.entries);
   plan.umma = plan_umma(v, recipe);
-  plan.abi = plan_arg_abi(plan.umma && plan.umma->tma_box_cols > 0);
+  plan.tile_tensor_maps = plan_tile_tensor_maps(v, recipe);
+  plan.features = plan_features(v, recipe, shape);
+  plan.abi = plan_arg_abi(plan.tile_tensor_maps);
   plan.workspace = plan_workspace(recipe);
+  if (plan.umma && plan.umma->proxy) {
+    plan.workspace.cta_scratch_bytes = plan.umma->tmem_image_bytes; // the proxy's per-CTA TMEM image
+  }
   check_record_image(v, plan.workspace);
   plan.wgmma_n = recipe.wgmma_n;
   plan.prepare_overlap = plan_prepare_overlap(v, recipe);
   check_mqk_diagonal(s, recipe);
   plan.numerics = plan_numerics(s, recipe.inverse_block);
-
-  plan.fragments = recipe.common_fragments;
-  if (plan.umma && plan.umma->proxy) {
-    // the sm_90a proxy: only the tensor-memory and tcgen05.mma fragment differs
-    std::replace(plan.fragments.begin(), plan.fragments.end(), std::string("tcgen05/ops"), recipe.proxy_ops_fragment);
-    plan.workspace.cta_scratch_bytes = plan.umma->tmem_image_bytes;
-  }
-  for (const EntryPlan& e : plan.entries) {
-    if (std::find(plan.fragments.begin(), plan.fragments.end(), e.fragment) == plan.fragments.end()) {
-      plan.fragments.push_back(e.fragment);
-    }
-  }
+  plan.fragments = plan_fragments(recipe, plan.umma, plan.entries);
   return plan;
 }
 

@@ -175,6 +175,7 @@ Eligibility read_eligibility(const json& value, const std::string& path, std::ve
       read_word_list<StatePrecision>(r, "state_dtypes", true, parse_state_precision, state_precision_words(), sink);
   e.checkpoints = r.boolean("checkpoints", false).value_or(false);
   e.state_pool = r.boolean("state_pool", false).value_or(false);
+  e.seq_order = r.boolean("seq_order", false).value_or(false);
   r.reject_unknown_keys();
   return e;
 }

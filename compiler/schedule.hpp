@@ -111,8 +111,12 @@ struct Eligibility {
   LowerBoundRange lower_bound;
   std::vector<LayoutKind> layouts;
   std::vector<StatePrecision> state_dtypes;
-  bool checkpoints = false;
-  bool state_pool = false;
+  /// Caller features the schedule offers (its family's generator must
+  /// implement them: PlanFeatures); a call asking for one the schedule does
+  /// not offer makes it ineligible.
+  bool checkpoints = false; ///< native checkpoints (intervals its chunk size divides)
+  bool state_pool = false;  ///< ssm_state_indices into an initial_state pool
+  bool seq_order = false;   ///< a caller's order of packed sequences
 };
 
 struct Numerics {

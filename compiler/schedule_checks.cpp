@@ -87,7 +87,10 @@ void check_schedule_fields(const Schedule& s, std::vector<Diagnostic>& sink) {
     std::set<KernelRole> roles;
     std::set<std::string> names;
     for (const KernelDecl& k : s.kernels) {
-      if (k.role == KernelRole::fused) {
+      if (k.role == KernelRole::sequence_table) {
+        sink.push_back({k.json_path + "/role", "'sequence_table' is the generator's own kernel (the chunk offsets of "
+                                               "packed input); a schedule does not declare it"});
+      } else if (k.role == KernelRole::fused) {
         sink.push_back({k.json_path + "/role", "a kernel of a decomposed schedule is 'prepare' or 'recurrence'"});
       }
       if (!roles.insert(k.role).second) {

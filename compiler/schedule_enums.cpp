@@ -67,8 +67,10 @@ constexpr WordTable<DType, 7> k_dtype_words{{{DType::bf16, "bf16"},
                                              {DType::i32, "i32"},
                                              {DType::i64, "i64"}}};
 constexpr WordTable<LayoutKind, 2> k_layout_kind_words{{{LayoutKind::fixed, "fixed"}, {LayoutKind::packed, "packed"}}};
-constexpr WordTable<KernelRole, 3> k_kernel_role_words{
-    {{KernelRole::fused, "fused"}, {KernelRole::prepare, "prepare"}, {KernelRole::recurrence, "recurrence"}}};
+constexpr WordTable<KernelRole, 4> k_kernel_role_words{{{KernelRole::fused, "fused"},
+                                                        {KernelRole::prepare, "prepare"},
+                                                        {KernelRole::recurrence, "recurrence"},
+                                                        {KernelRole::sequence_table, "sequence_table"}}};
 constexpr WordTable<MqkDiagonal, 2> k_mqk_diagonal_words{
     {{MqkDiagonal::operands, "operands"}, {MqkDiagonal::raw_rows, "raw_rows"}}};
 

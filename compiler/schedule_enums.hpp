@@ -19,7 +19,10 @@ enum class GridKind { direct, persistent, small_bh_split };
 enum class Region { stage, shared };
 enum class DType { bf16, fp16, fp32, u32, u64, i32, i64 };
 enum class LayoutKind { fixed, packed };
-enum class KernelRole { fused, prepare, recurrence };
+/// `sequence_table`: the generator's own kernel of packed input (each
+/// sequence's first chunk and the longest-first order); never declared by a
+/// schedule.
+enum class KernelRole { fused, prepare, recurrence, sequence_table };
 enum class MqkDiagonal { operands, raw_rows };
 
 /// Bytes of one element.

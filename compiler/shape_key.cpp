@@ -5,8 +5,8 @@
 namespace kda {
 
 std::string ShapeKey::canonical() const {
-  return fmt::format("d{}.in_{}.state_{}.{}", head_dim, to_string(input_dtype), to_string(state_dtype),
-                     to_string(layout));
+  return fmt::format("d{}.in_{}.state_{}.{}{}", head_dim, to_string(input_dtype), to_string(state_dtype),
+                     to_string(layout), checkpoints ? ".checkpoints" : "");
 }
 
 } // namespace kda

@@ -8,10 +8,15 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstddef>
 #include <string>
 
 struct kda_buffer_s {
   kda::DeviceBuffer buffer;
+};
+
+struct kda_plan_s {
+  kda::PrefillPlan plan;
 };
 
 namespace {
@@ -41,6 +46,28 @@ kda::TensorRef to_tensor(const char* name, const kda_tensor& t) {
     r.strides.assign(t.strides, t.strides + rank);
   }
   return r;
+}
+
+// struct_size: at least the first version's fields, at most this library's.
+void check_struct_size(std::size_t size) {
+  if (size == 0) {
+    throw kda::TensorError("struct_size", "is 0: initialise the arguments with kda_prefill_args_init");
+  }
+  if (size < KDA_PREFILL_ARGS_MIN_SIZE) {
+    throw kda::TensorError("struct_size", fmt::format("{} bytes is smaller than the first version of "
+                                                      "kda_prefill_args ({} bytes)",
+                                                      size, KDA_PREFILL_ARGS_MIN_SIZE));
+  }
+  if (size > sizeof(kda_prefill_args)) {
+    throw kda::TensorError("struct_size", fmt::format("{} bytes is larger than this library's kda_prefill_args ({} "
+                                                      "bytes): the caller was built against a newer kdajit",
+                                                      size, sizeof(kda_prefill_args)));
+  }
+}
+
+// Whether the caller's struct (struct_size bytes) holds the field at `offset`.
+bool has_field(const kda_prefill_args& args, std::size_t offset, std::size_t size) {
+  return offset + size <= args.struct_size;
 }
 
 kda_tensor empty_tensor() {
@@ -75,6 +102,47 @@ kda_status guarded(Fn&& fn) {
   }
 }
 
+// The C++ arguments and options of a C call (struct_size checked).
+kda::PrefillArgs to_prefill_args(const kda_prefill_args& c, kda::PrefillOptions& options) {
+  const kda_prefill_args* args = &c;
+  check_struct_size(args->struct_size);
+  kda::PrefillArgs a;
+  a.q = to_tensor("q", args->q);
+  a.k = to_tensor("k", args->k);
+  a.v = to_tensor("v", args->v);
+  a.g = to_tensor("g", args->g);
+  a.beta = to_tensor("beta", args->beta);
+  a.a_log = to_tensor("A_log", args->a_log);
+  a.dt_bias = to_tensor("dt_bias", args->dt_bias);
+  a.scale = args->scale;
+  a.lower_bound = args->lower_bound;
+  a.initial_state = to_tensor("initial_state", args->initial_state);
+  a.output_final_state = args->output_final_state != 0;
+  a.cu_seqlens = to_tensor("cu_seqlens", args->cu_seqlens);
+  a.out = to_tensor("out", args->out);
+  a.final_state = to_tensor("final_state", args->final_state);
+  a.stream = args->stream;
+  // fields past the caller's struct_size read as absent
+  if (has_field(*args, offsetof(kda_prefill_args, checkpoint_every_n_tokens), sizeof(std::int64_t))) {
+    a.ssm_state_indices = to_tensor("ssm_state_indices", args->ssm_state_indices);
+    a.seq_order = to_tensor("seq_order", args->seq_order);
+    a.state_checkpoints = to_tensor("state_checkpoints", args->state_checkpoints);
+    a.checkpoint_cu_starts = to_tensor("checkpoint_cu_starts", args->checkpoint_cu_starts);
+    a.checkpoint_every_n_tokens = args->checkpoint_every_n_tokens;
+  }
+  if (args->schedule != nullptr) {
+    options.schedule = std::string(args->schedule);
+  }
+  if (args->family != nullptr) {
+    options.family = kda::parse_family(args->family);
+    if (!options.family) {
+      throw kda::TensorError("family", fmt::format("unknown family '{}' (known: {})", args->family,
+                                                   kda::family_words()));
+    }
+  }
+  return a;
+}
+
 } // namespace
 
 extern "C" {
@@ -84,8 +152,11 @@ void kda_prefill_args_init(kda_prefill_args* args) {
     return;
   }
   *args = kda_prefill_args{};
+  args->struct_size = sizeof(kda_prefill_args);
   args->q = args->k = args->v = args->g = args->beta = args->a_log = args->dt_bias = empty_tensor();
   args->initial_state = args->cu_seqlens = args->out = args->final_state = empty_tensor();
+  args->ssm_state_indices = args->seq_order = args->state_checkpoints = args->checkpoint_cu_starts = empty_tensor();
+  args->checkpoint_every_n_tokens = 0;
   args->scale = 1.0 / std::sqrt(128.0);
   args->lower_bound = -5.0;
 }
@@ -96,6 +167,7 @@ kda_status kda_recurrent_prefill(const kda_prefill_args* args, void** out_ptr, v
     if (args == nullptr) {
       throw kda::TensorError("args", "is NULL");
     }
+    check_struct_size(args->struct_size);
     if (args->out.data == nullptr && out_buffer == nullptr) {
       throw kda::TensorError("out_buffer", "is NULL but no 'out' tensor is given: kdajit allocates the output and "
                                            "needs a handle to return it");
@@ -104,33 +176,8 @@ kda_status kda_recurrent_prefill(const kda_prefill_args* args, void** out_ptr, v
         final_state_buffer == nullptr) {
       throw kda::TensorError("final_state_buffer", "is NULL but kdajit must allocate the final state");
     }
-    kda::PrefillArgs a;
-    a.q = to_tensor("q", args->q);
-    a.k = to_tensor("k", args->k);
-    a.v = to_tensor("v", args->v);
-    a.g = to_tensor("g", args->g);
-    a.beta = to_tensor("beta", args->beta);
-    a.a_log = to_tensor("A_log", args->a_log);
-    a.dt_bias = to_tensor("dt_bias", args->dt_bias);
-    a.scale = args->scale;
-    a.lower_bound = args->lower_bound;
-    a.initial_state = to_tensor("initial_state", args->initial_state);
-    a.output_final_state = args->output_final_state != 0;
-    a.cu_seqlens = to_tensor("cu_seqlens", args->cu_seqlens);
-    a.out = to_tensor("out", args->out);
-    a.final_state = to_tensor("final_state", args->final_state);
-    a.stream = args->stream;
     kda::PrefillOptions options;
-    if (args->schedule != nullptr) {
-      options.schedule = std::string(args->schedule);
-    }
-    if (args->family != nullptr) {
-      options.family = kda::parse_family(args->family);
-      if (!options.family) {
-        throw kda::TensorError("family", fmt::format("unknown family '{}' (known: {})", args->family,
-                                                     kda::family_words()));
-      }
-    }
+    const kda::PrefillArgs a = to_prefill_args(*args, options);
     kda::PrefillResult r = kda::recurrent_kda_prefill(a, options);
     if (out_ptr != nullptr) {
       *out_ptr = r.out;
@@ -145,6 +192,44 @@ kda_status kda_recurrent_prefill(const kda_prefill_args* args, void** out_ptr, v
       *final_state_buffer = r.owned_final_state ? new kda_buffer_s{std::move(r.owned_final_state)} : nullptr;
     }
   });
+}
+
+kda_status kda_plan_create(const kda_prefill_args* signature, kda_plan* plan) {
+  if (plan != nullptr) {
+    *plan = nullptr;
+  }
+  return guarded([&] {
+    if (signature == nullptr || plan == nullptr) {
+      throw kda::TensorError(signature == nullptr ? "signature" : "plan", "is NULL");
+    }
+    kda::PrefillOptions options;
+    const kda::PrefillArgs a = to_prefill_args(*signature, options);
+    *plan = new kda_plan_s{kda::PrefillPlan(a, options)};
+  });
+}
+
+kda_status kda_plan_workspace_bytes(kda_plan plan, int64_t* bytes) {
+  return guarded([&] {
+    if (plan == nullptr || bytes == nullptr) {
+      throw kda::TensorError(plan == nullptr ? "plan" : "bytes", "is NULL");
+    }
+    *bytes = plan->plan.workspace_bytes();
+  });
+}
+
+kda_status kda_plan_run(kda_plan plan, const kda_prefill_args* args, void* workspace, int64_t workspace_bytes) {
+  return guarded([&] {
+    if (plan == nullptr || args == nullptr) {
+      throw kda::TensorError(plan == nullptr ? "plan" : "args", "is NULL");
+    }
+    kda::PrefillOptions options;
+    const kda::PrefillArgs a = to_prefill_args(*args, options);
+    plan->plan.run(a, workspace, workspace_bytes);
+  });
+}
+
+void kda_plan_destroy(kda_plan plan) {
+  delete plan;
 }
 
 void kda_buffer_release(kda_buffer buffer) {

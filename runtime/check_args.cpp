@@ -219,13 +219,65 @@ void check_layout(const PrefillArgs& a, ProblemShape& p) {
   }
 }
 
+void require_int32_per_sequence(const char* name, const TensorRef& t, const ProblemShape& p) {
+  require_dtype(name, t, {ElementType::i32});
+  require_shape(name, t, {p.num_seqs});
+  require_contiguous(name, t);
+  require_element_aligned(name, t);
+}
+
+// A pool [N_pool, H, 128, 128]: each slot contiguous, slots at least one
+// slot's elements apart, base and pitch 16-byte aligned.
+void check_state_pool(const PrefillArgs& a, ProblemShape& p) {
+  const TensorRef& s = a.initial_state;
+  require_strides_rank("initial_state", s);
+  if (s.shape.size() != 4 || s.shape[0] < 1 || s.shape[1] != p.heads || s.shape[2] != k_head_dim ||
+      s.shape[3] != k_head_dim) {
+    throw TensorError("initial_state", fmt::format("expected a state pool [N_pool >= 1, {}, 128, 128] (with "
+                                                   "ssm_state_indices), got {}",
+                                                   p.heads, shape_string(s.shape)));
+  }
+  const std::int64_t slot = p.heads * k_head_dim * k_head_dim;
+  const std::int64_t inner[3] = {k_head_dim * k_head_dim, k_head_dim, 1};
+  const std::int64_t strides[3] = {s.stride(1), s.stride(2), s.stride(3)};
+  if (!std::ranges::equal(strides, inner)) {
+    throw TensorError("initial_state", fmt::format("each pool slot [H, 128, 128] must be contiguous: expected strides "
+                                                   "[*, {}, {}, {}], got {}",
+                                                   inner[0], inner[1], inner[2], shape_string(s.effective_strides())));
+  }
+  const std::int64_t pitch = s.stride(0);
+  if (s.shape[0] > 1 && pitch < slot) {
+    throw TensorError("initial_state", fmt::format("slot pitch {} elements is below one slot's {} (H x 128 x 128): "
+                                                   "slots would overlap",
+                                                   pitch, slot));
+  }
+  const std::int64_t pitch_bytes = pitch * element_size(s.dtype);
+  if (s.shape[0] > 1 && pitch_bytes % 16 != 0) { // one slot: no pitch
+    throw TensorError("initial_state", fmt::format("slot pitch {} elements ({} bytes) is not a multiple of 16 bytes",
+                                                   pitch, pitch_bytes));
+  }
+  require_aligned("initial_state", s);
+  require_int32_per_sequence("ssm_state_indices", a.ssm_state_indices, p);
+  p.state_pool = true;
+  p.state_slot_stride = s.shape[0] > 1 ? pitch : slot;
+}
+
 void check_state(const PrefillArgs& a, ProblemShape& p) {
   const std::int64_t state_shape[4] = {p.num_seqs, p.heads, k_head_dim, k_head_dim};
+  p.state_slot_stride = p.heads * k_head_dim * k_head_dim;
+  if (a.ssm_state_indices.defined() && !a.initial_state.defined()) {
+    throw TensorError("ssm_state_indices", "given without initial_state: the indices name slots of the initial_state "
+                                           "pool");
+  }
   if (a.initial_state.defined()) {
     require_dtype("initial_state", a.initial_state, {ElementType::bf16, ElementType::fp32});
-    require_shape("initial_state", a.initial_state, state_shape);
-    require_contiguous("initial_state", a.initial_state);
-    require_aligned("initial_state", a.initial_state);
+    if (a.ssm_state_indices.defined()) {
+      check_state_pool(a, p);
+    } else {
+      require_shape("initial_state", a.initial_state, state_shape);
+      require_contiguous("initial_state", a.initial_state);
+      require_aligned("initial_state", a.initial_state);
+    }
     if (a.final_state.defined()) {
       throw TensorError("final_state", "must not be given with initial_state: the initial state is updated in place");
     }
@@ -247,10 +299,69 @@ void check_state(const PrefillArgs& a, ProblemShape& p) {
   p.state_out = a.output_final_state;
 }
 
+void check_seq_order(const PrefillArgs& a, ProblemShape& p) {
+  if (!a.seq_order.defined()) {
+    return;
+  }
+  if (p.layout != LayoutKind::packed) {
+    throw TensorError("seq_order", "is for packed input (cu_seqlens): a fixed-layout call takes its sequences in order");
+  }
+  require_int32_per_sequence("seq_order", a.seq_order, p);
+  p.seq_order = true;
+}
+
+// Rows a fixed-layout call writes: B x ceil(T / P) (packed: a caller contract).
+void check_checkpoints(const PrefillArgs& a, ProblemShape& p) {
+  const std::int64_t every = a.checkpoint_every_n_tokens;
+  if (every == 0) {
+    if (a.state_checkpoints.defined() || a.checkpoint_cu_starts.defined()) {
+      throw TensorError("checkpoint_every_n_tokens", fmt::format("is 0 but {} given: set the interval (a positive "
+                                                                 "multiple of 16) or pass neither",
+                                                                 a.state_checkpoints.defined() ? "state_checkpoints is"
+                                                                                               : "checkpoint_cu_starts is"));
+    }
+    return;
+  }
+  if (every < 0 || every % 16 != 0) {
+    throw TensorError("checkpoint_every_n_tokens", fmt::format("must be a positive multiple of 16, got {}", every));
+  }
+  if (!a.state_checkpoints.defined()) {
+    throw TensorError("state_checkpoints", "is required with checkpoint_every_n_tokens (caller-preallocated bf16 "
+                                           "[C, H, 128, 128])");
+  }
+  if (!a.checkpoint_cu_starts.defined()) {
+    throw TensorError("checkpoint_cu_starts", "is required with checkpoint_every_n_tokens (int64 [N + 1])");
+  }
+  const TensorRef& c = a.state_checkpoints;
+  require_dtype("state_checkpoints", c, {ElementType::bf16});
+  if (c.shape.size() != 4 || c.shape[0] < 0 || c.shape[1] != p.heads || c.shape[2] != k_head_dim ||
+      c.shape[3] != k_head_dim) {
+    throw TensorError("state_checkpoints", fmt::format("expected shape [C, {}, 128, 128], got {}", p.heads,
+                                                       shape_string(c.shape)));
+  }
+  require_contiguous("state_checkpoints", c);
+  require_aligned("state_checkpoints", c);
+  if (p.layout == LayoutKind::fixed) {
+    const std::int64_t rows = p.num_seqs * ((p.seq_len + every - 1) / every);
+    if (c.shape[0] < rows) {
+      throw TensorError("state_checkpoints", fmt::format("{} rows for {} sequences of {} tokens every {}: at least {} "
+                                                         "are written",
+                                                         c.shape[0], p.num_seqs, p.seq_len, every, rows));
+    }
+  }
+  const TensorRef& starts = a.checkpoint_cu_starts;
+  require_dtype("checkpoint_cu_starts", starts, {ElementType::i64});
+  require_shape("checkpoint_cu_starts", starts, {static_cast<std::int64_t>(p.num_seqs) + 1});
+  require_contiguous("checkpoint_cu_starts", starts);
+  require_element_aligned("checkpoint_cu_starts", starts);
+  p.checkpoint_interval = every;
+}
+
 // Every tensor of a call: the inputs first (k_inputs of them), then the
 // outputs in the order an output must not overlap the ones before it.
-constexpr std::size_t k_inputs = 9;
-std::array<Named, 11> named_tensors(const PrefillArgs& a) {
+constexpr std::size_t k_inputs = 12;
+constexpr std::size_t k_tensors = 15;
+std::array<Named, k_tensors> named_tensors(const PrefillArgs& a) {
   return {{{"q", &a.q},
            {"k", &a.k},
            {"v", &a.v},
@@ -260,12 +371,16 @@ std::array<Named, 11> named_tensors(const PrefillArgs& a) {
            {"dt_bias", &a.dt_bias},
            {"initial_state", &a.initial_state},
            {"cu_seqlens", &a.cu_seqlens},
+           {"ssm_state_indices", &a.ssm_state_indices},
+           {"seq_order", &a.seq_order},
+           {"checkpoint_cu_starts", &a.checkpoint_cu_starts},
            {"out", &a.out},
-           {"final_state", &a.final_state}}};
+           {"final_state", &a.final_state},
+           {"state_checkpoints", &a.state_checkpoints}}};
 }
 
 void check_outputs(const PrefillArgs& a) {
-  const std::array<Named, 11> tensors = named_tensors(a);
+  const std::array<Named, k_tensors> tensors = named_tensors(a);
   const std::span<const Named> inputs(tensors.data(), k_inputs);
   if (a.initial_state.defined()) {
     // Updated in place: an output that must not share bytes with any input.
@@ -281,6 +396,10 @@ void check_outputs(const PrefillArgs& a) {
   if (a.final_state.defined()) {
     require_no_overlap({"final_state", &a.final_state}, std::span<const Named>(tensors.data(), k_inputs + 1));
   }
+  if (a.state_checkpoints.defined()) {
+    require_no_overlap({"state_checkpoints", &a.state_checkpoints},
+                       std::span<const Named>(tensors.data(), k_inputs + 2));
+  }
 }
 
 } // namespace
@@ -291,8 +410,10 @@ ProblemShape check_prefill_args(const PrefillArgs& args, int device, const Point
   check_beta_and_gate_params(args, p);
   check_layout(args, p);
   check_state(args, p);
+  check_seq_order(args, p);
+  check_checkpoints(args, p);
   check_outputs(args);
-  const std::array<Named, 11> all = named_tensors(args);
+  const std::array<Named, k_tensors> all = named_tensors(args);
   for (const Named& n : all) {
     if (n.tensor->defined()) {
       require_device(n.name, *n.tensor, device, pointer_device);

@@ -2,8 +2,9 @@
 /// Validation of a prefill call before any launch: dtype, shape, stride,
 /// device, 16-byte alignment, aliasing of outputs with inputs, layout rules.
 /// Every failure is a TensorError naming the argument with expected vs actual.
-/// Offsets values (cu_seqlens contents) are a caller contract: checking them
-/// would need a device synchronisation.
+/// Device-side values (cu_seqlens, ssm_state_indices, seq_order and
+/// checkpoint_cu_starts contents) are a caller contract: checking them would
+/// need a device synchronisation.
 #pragma once
 
 #include "compiler/schedule_enums.hpp"
@@ -27,6 +28,10 @@ struct ProblemShape {
   bool state_in = false;         ///< initial_state given (updated in place)
   bool state_out = false;        ///< a state is written (in place, or a final state)
   std::int64_t beta_token_stride = 0;
+  bool state_pool = false;       ///< ssm_state_indices given: initial_state is a pool
+  std::int64_t state_slot_stride = 0; ///< elements between state slots (H x 128 x 128 without a pool)
+  bool seq_order = false;        ///< the caller's order of the packed sequences
+  std::int64_t checkpoint_interval = 0; ///< checkpoint_every_n_tokens (0: no checkpoints)
   /// The call's lower_bound (natural log); routing skips schedules whose
   /// eligibility range or BF16-safe range excludes it. Nothing: not checked.
   std::optional<double> lower_bound;

@@ -30,7 +30,8 @@ namespace kda::runtime {
   X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate) X(cuEventRecord)              \
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy) X(cuPointerGetAttribute)                    \
   X(cuTensorMapEncodeTiled) X(cuStreamCreateWithPriority) X(cuCtxGetStreamPriorityRange) X(cuStreamWaitEvent)  \
-  X(cuMemsetD32Async) X(cuStreamIsCapturing) X(cuLaunchKernelEx)
+  X(cuMemsetD32Async) X(cuStreamIsCapturing) X(cuLaunchKernelEx) X(cuStreamBeginCapture) X(cuStreamEndCapture)    \
+  X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
 
 /// The driver entry points kdajit calls. Members carry the driver's names (as
 /// cuda.h spells them after its versioning macros, so `api.cuMemAlloc(...)`

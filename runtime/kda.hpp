@@ -62,6 +62,50 @@ struct PrefillResult {
 /// InternalError for problems that are not the caller's arguments.
 PrefillResult recurrent_kda_prefill(const PrefillArgs& args, const PrefillOptions& options = {});
 
+/// A prefill planned once for one call signature and run many times: the
+/// path for serving engines and CUDA-graph capture (docs/runtime.md, "Plan
+/// and run"). The constructor checks `signature` (a real call: its tensors
+/// are checked like recurrent_kda_prefill's), routes it, compiles or loads
+/// the kernel and loads its module in the current context. run() then checks
+/// a call against the signature and launches on args.stream, with no device
+/// allocation, no host synchronisation, no compile and no host read of device
+/// values, so it may be captured into a CUDA graph and replayed; between runs
+/// (and replays) tensor and metadata contents may change at unchanged
+/// addresses. Fixed by the plan: the layout, B and T (fixed) or the total
+/// tokens and N (packed: pad with zero-length sequences), H, the dtypes,
+/// strides, lower_bound, whether a state is read or written, the pool and
+/// its slot pitch, seq_order or not, the checkpoint interval, the options.
+/// Runs take the kernels one after the other (no prepare overlap). Thread
+/// safety: one plan may be run from several threads on different streams,
+/// each with its own workspace.
+class PrefillPlan {
+public:
+  explicit PrefillPlan(const PrefillArgs& signature, const PrefillOptions& options = {});
+  ~PrefillPlan();
+  PrefillPlan(PrefillPlan&&) noexcept;
+  PrefillPlan& operator=(PrefillPlan&&) noexcept;
+  PrefillPlan(const PrefillPlan&) = delete;
+  PrefillPlan& operator=(const PrefillPlan&) = delete;
+
+  /// Bytes of the caller-owned workspace run() needs (device memory of the
+  /// plan's context, 16-byte aligned).
+  std::int64_t workspace_bytes() const;
+  const std::string& schedule() const;
+  const std::string& target() const;
+
+  /// Runs a call of the plan's signature (TensorError naming what differs
+  /// otherwise). args.out is required (run allocates nothing), and so is
+  /// args.final_state when output_final_state is set without an initial
+  /// state. `workspace` is bound to this plan by its first run: a workspace
+  /// still bound to another live plan is refused, as is one smaller than
+  /// workspace_bytes() or overlapping a tensor of the call.
+  void run(const PrefillArgs& args, void* workspace, std::int64_t workspace_bytes) const;
+
+private:
+  struct State;
+  std::unique_ptr<State> m;
+};
+
 /// Why the router picks what it picks for this call, without running it.
 std::string explain_prefill_route(const PrefillArgs& args, const PrefillOptions& options = {});
 

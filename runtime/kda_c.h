@@ -9,6 +9,7 @@
 #ifndef KDAJIT_KDA_C_H
 #define KDAJIT_KDA_C_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -34,7 +35,14 @@ typedef struct {
   int64_t strides[4]; /* elements; all 0 = contiguous */
 } kda_tensor;
 
+/* The arguments of kda_recurrent_prefill. Initialise with
+ * kda_prefill_args_init, which sets struct_size: the library reads only the
+ * fields that fit in struct_size bytes (fields a caller built against an older
+ * kdajit does not know read as absent) and refuses a struct_size larger than
+ * its own (a caller built against a newer kdajit) or smaller than the first
+ * version's. New fields are only ever appended. */
 typedef struct {
+  size_t struct_size;       /* sizeof(kda_prefill_args) as the caller was compiled */
   kda_tensor q, k, v, g, beta, a_log, dt_bias;
   double scale;
   double lower_bound;
@@ -46,11 +54,21 @@ typedef struct {
   void* stream;             /* CUstream */
   const char* schedule;     /* optional: force a schedule by name */
   const char* family;       /* optional: "warp_mma", "wgmma" or "tcgen05": choose only among that family */
+  /* Serving-engine fields (runtime/prefill_args.hpp has their contract). */
+  kda_tensor ssm_state_indices;    /* optional int32 [N]: initial_state is a pool, sequence i uses slot [i] */
+  kda_tensor seq_order;            /* optional int32 [N], packed only: the order the kernels take the sequences */
+  kda_tensor state_checkpoints;    /* bf16 [C,H,128,128] rows, with checkpoint_every_n_tokens */
+  kda_tensor checkpoint_cu_starts; /* int64 [N+1]: first row of each sequence */
+  int64_t checkpoint_every_n_tokens; /* 0: no checkpoints; else a positive multiple of 16 */
 } kda_prefill_args;
+
+/* The size of the first version of kda_prefill_args (through `family`). */
+#define KDA_PREFILL_ARGS_MIN_SIZE (offsetof(kda_prefill_args, family) + sizeof(const char*))
 
 typedef struct kda_buffer_s* kda_buffer;
 
-/* Fills *args with empty tensors, scale 1/sqrt(128), lower_bound -5. */
+/* Fills *args with empty tensors, scale 1/sqrt(128), lower_bound -5, no
+ * checkpoints, and struct_size = sizeof(kda_prefill_args). */
 void kda_prefill_args_init(kda_prefill_args* args);
 
 /* Runs the prefill. out_ptr / final_state_ptr (may be NULL) receive the output
@@ -59,6 +77,25 @@ void kda_prefill_args_init(kda_prefill_args* args);
  * to memory kdajit allocated (NULL when nothing was allocated). */
 kda_status kda_recurrent_prefill(const kda_prefill_args* args, void** out_ptr, void** final_state_ptr,
                                  kda_buffer* out_buffer, kda_buffer* final_state_buffer);
+
+/* A prefill planned once for a call signature and run many times, the path
+ * for CUDA-graph capture (kda::PrefillPlan in runtime/kda.hpp has the rules). */
+typedef struct kda_plan_s* kda_plan;
+
+/* Plans for calls shaped like *signature (a real call's arguments; nothing is
+ * launched). *plan receives the handle (NULL on failure). */
+kda_status kda_plan_create(const kda_prefill_args* signature, kda_plan* plan);
+
+/* Bytes of the caller-owned workspace kda_plan_run needs. */
+kda_status kda_plan_workspace_bytes(kda_plan plan, int64_t* bytes);
+
+/* Runs a call of the plan's signature on args->stream: no allocation, no
+ * synchronisation, no compile, so it can be captured into a CUDA graph.
+ * args->out is required. */
+kda_status kda_plan_run(kda_plan plan, const kda_prefill_args* args, void* workspace, int64_t workspace_bytes);
+
+/* Destroys a plan (NULL is ignored); its workspaces may then serve another. */
+void kda_plan_destroy(kda_plan plan);
 
 /* Frees a buffer kdajit allocated (NULL is ignored). */
 void kda_buffer_release(kda_buffer buffer);

@@ -104,7 +104,7 @@ private:
     static auto prepared_view(std::string_view schedule_name, const Schedule* schedule, std::string_view target,
                               const ShapeKey& shape) {
       return std::make_tuple(schedule_name, schedule, target, shape.head_dim, shape.input_dtype, shape.state_dtype,
-                             shape.layout);
+                             shape.layout, shape.checkpoints);
     }
     static auto tie(const PreparedSlot& s) { return prepared_view(s.schedule_name, s.schedule, s.target, s.shape); }
     static auto tie(const ModuleSlot& s) { return std::make_tuple(s.context, std::string_view(s.key_hex)); }

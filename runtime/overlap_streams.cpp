@@ -16,15 +16,8 @@ struct Lane {
   std::mutex mutex;
 };
 
-struct Flags {
-  CUdeviceptr data = 0;
-  std::int64_t count = 0;
-  std::uint32_t epoch = 0;
-};
-
 std::mutex g_mutex;
 std::map<CUcontext, std::unique_ptr<Lane>> g_lanes;
-std::map<std::pair<CUcontext, void*>, Flags> g_flags;
 
 } // namespace
 
@@ -52,35 +45,6 @@ OverlapLane acquire_overlap_lane() {
   out.prepared = lane->prepared;
   out.finished = lane->finished;
   return out;
-}
-
-ReadyFlags stream_ready_flags(void* stream, std::int64_t count) {
-  CUcontext context = runtime::ensure_current_context();
-  CUstream s = static_cast<CUstream>(stream);
-  std::lock_guard lock(g_mutex);
-  Flags& f = g_flags[{context, stream}];
-  bool zero = false;
-  if (f.count < count) {
-    if (f.data != 0) {
-      KDA_CU(cuMemFreeAsync, f.data, s);
-    }
-    f.data = 0;
-    f.count = 0;
-    const std::int64_t grown = count + count / 4;
-    KDA_CU(cuMemAllocAsync, &f.data, static_cast<std::size_t>(grown * 4), s);
-    f.count = grown;
-    f.epoch = 0;
-    zero = true;
-  }
-  if (f.epoch == 0xffffffffu) {
-    f.epoch = 0;
-    zero = true;
-  }
-  if (zero) {
-    KDA_CU(cuMemsetD32Async, f.data, 0u, static_cast<std::size_t>(f.count), s);
-  }
-  ++f.epoch;
-  return {reinterpret_cast<std::uint32_t*>(f.data), f.epoch};
 }
 
 bool stream_is_capturing(void* stream) {

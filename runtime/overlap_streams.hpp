@@ -2,9 +2,9 @@
 /// What an overlapped call (runtime/prepare_overlap.hpp) needs beyond the
 /// workspace: per context one high-priority stream through which every
 /// overlapped recurrence runs (so recurrences of concurrent calls never wait on
-/// each other's prepare kernels while holding SMs), the two events that fork it
-/// from and join it to the caller's stream; and per caller stream a zeroed
-/// buffer of ready flags with a fresh epoch for each call.
+/// each other's prepare kernels while holding SMs) and the two events that fork
+/// it from and join it to the caller's stream. The ready flags are the
+/// stream's scratch (runtime/stream_workspace.hpp).
 #pragma once
 
 #include <cuda.h>
@@ -25,16 +25,6 @@ struct OverlapLane {
 };
 
 OverlapLane acquire_overlap_lane();
-
-struct ReadyFlags {
-  std::uint32_t* flags = nullptr;
-  std::uint32_t epoch = 0; ///< never 0: a zeroed flag never matches
-};
-
-/// At least `count` ready flags for `stream`, zeroed (stream-ordered) when
-/// first allocated or grown and whenever the epoch wraps; each call gets the
-/// next epoch.
-ReadyFlags stream_ready_flags(void* stream, std::int64_t count);
 
 /// Whether `stream` is being captured into a CUDA graph.
 bool stream_is_capturing(void* stream);

@@ -20,8 +20,30 @@ struct PrefillArgs {
   double lower_bound = -5.0; ///< natural-log lower bound of the per-token log-decay
   /// Optional state [N,H,128,128] bf16 or fp32 (index 2 = value row, 3 = key
   /// column): read as the initial state and updated IN PLACE, even when
-  /// output_final_state is false.
+  /// output_final_state is false. With ssm_state_indices, a pool
+  /// [N_pool,H,128,128] instead: each [H,128,128] slot contiguous, the slot
+  /// pitch (stride 0) at least H*128*128 elements; base and pitch 16-byte
+  /// aligned.
   TensorRef initial_state;
+  /// Optional int32 [N] (device): sequence i reads and updates slot
+  /// ssm_state_indices[i] of the initial_state pool in place; other slots are
+  /// not touched. Slot ids are a caller contract (unique, in [0, N_pool)),
+  /// never read on the host.
+  TensorRef ssm_state_indices;
+  /// Optional int32 [N] (device), packed layout only: the order in which the
+  /// kernels take the sequences (a permutation of 0..N-1, a caller contract)
+  /// instead of longest first. Results do not depend on it.
+  TensorRef seq_order;
+  /// Native checkpoints (all three, or none): the states before each interval
+  /// of checkpoint_every_n_tokens tokens (a positive multiple of 16) into the
+  /// caller's bf16 rows state_checkpoints [C,H,128,128]; sequence i writes
+  /// rows checkpoint_cu_starts[i] + r (int64 [N+1], device) for r = 0 ..
+  /// ceil(L_i / interval) - 1: row 0 the initial state (zeros without one),
+  /// row r the state after r x interval tokens. The row counts are a caller
+  /// contract (checked against C for the fixed layout only).
+  TensorRef state_checkpoints;
+  TensorRef checkpoint_cu_starts;
+  std::int64_t checkpoint_every_n_tokens = 0; ///< 0: no checkpoints
   /// Produce a final state when no initial state is given.
   bool output_final_state = false;
   /// Packed layout: int32 or int64 [N+1] offsets (B must be 1). Values are a

@@ -93,6 +93,19 @@ std::string ineligibility(const Schedule& s, const Target& target, const Problem
   if (p.heads < e.min_heads || (e.max_heads && p.heads > *e.max_heads)) {
     return fmt::format("{} heads is outside its head range", p.heads);
   }
+  if (p.state_pool && !e.state_pool) {
+    return "state pools (ssm_state_indices) are not supported";
+  }
+  if (p.seq_order && !e.seq_order) {
+    return "seq_order is not supported";
+  }
+  if (p.checkpoint_interval > 0 && !e.checkpoints) {
+    return "native checkpoints are not supported";
+  }
+  if (p.checkpoint_interval > 0 && p.checkpoint_interval % s.chunk_size != 0) {
+    return fmt::format("checkpoint interval {} is not a multiple of its chunk size {}", p.checkpoint_interval,
+                       s.chunk_size);
+  }
   if (p.lower_bound) {
     const double safe = safe_lower_bound_magnitude(s.chunk_size, s.exponent_anchor);
     const double lb = *p.lower_bound;
@@ -192,6 +205,7 @@ RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescript
   }
   decision.shape.state_dtype = p.state_dtype;
   decision.shape.layout = p.layout;
+  decision.shape.checkpoints = p.checkpoint_interval > 0;
   decision.explanation = explanation + fmt::format("chosen: {} on {}", decision.schedule->name, decision.target.name);
   return decision;
 }

@@ -4,7 +4,8 @@
 /// architecture-specific or family target for the device's CC when the
 /// schedule lists one, else the highest plain target of the same major that is
 /// not newer than the device; then the call's eligibility (layout, state dtype,
-/// heads, a generator for the family) decides. Every decision carries its
+/// heads, state pool, seq_order, checkpoints and their interval, a generator
+/// for the family) decides. Every decision carries its
 /// explanation. Never keyed by device name.
 #pragma once
 

@@ -98,10 +98,14 @@ std::vector<Job> plan_jobs(const nlohmann::json& plan) {
         ShapeKey shape;
         const std::string state = shape_json.value("state", "bf16");
         const std::string layout = shape_json.value("layout", "fixed");
-        if ((state != "bf16" && state != "fp32") || (layout != "fixed" && layout != "packed")) {
-          throw UsageError(fmt::format("plan: a shape is {{\"state\": bf16|fp32, \"layout\": fixed|packed}}, not {}",
+        const nlohmann::json checkpoints = shape_json.value("checkpoints", nlohmann::json(false));
+        if ((state != "bf16" && state != "fp32") || (layout != "fixed" && layout != "packed") ||
+            !checkpoints.is_boolean()) {
+          throw UsageError(fmt::format("plan: a shape is {{\"state\": bf16|fp32, \"layout\": fixed|packed, "
+                                       "\"checkpoints\": true|false}}, not {}",
                                        shape_json.dump()));
         }
+        shape.checkpoints = checkpoints.get<bool>();
         shape.state_dtype = state == "fp32" ? StatePrecision::fp32 : StatePrecision::bf16;
         shape.layout = layout == "packed" ? LayoutKind::packed : LayoutKind::fixed;
         jobs.push_back({s, *target, shape});

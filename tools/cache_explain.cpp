@@ -53,7 +53,7 @@ std::vector<FieldDiff> differences(const cache::CacheKeyFields& entry, const cac
 int cache_explain_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::set<std::string> options = shape_option_names();
   options.insert({"--target", "--cache-dir"});
-  const ParsedArgs parsed = parse_args(args, {"--json"}, options);
+  const ParsedArgs parsed = parse_args(args, shape_flags({"--json"}), options);
   if (parsed.positional.size() != 1) {
     throw UsageError("'cache explain' takes one schedule (a shipped name or a file) and --target T");
   }

@@ -20,22 +20,22 @@ usage:
   kdajit schedule explain FILE... [--target T] [--json]
       Print the resolved SMEM layout of each kernel (offsets, sizes, lifetimes,
       aliases, totals against the target's limit) and the TMEM columns.
-  kdajit emit --schedule S --target T [--state bf16|fp32] [--layout fixed|packed] [--plan] [--json]
+  kdajit emit --schedule S --target T [--state bf16|fp32] [--layout fixed|packed] [--checkpoints] [--plan] [--json]
       Print the CUDA source generated for a schedule (a shipped name or a
-      file), target and shape key; with --plan, the entry points and launch
-      geometry instead.
+      file), target and shape key (--checkpoints: with native checkpoints
+      compiled in); with --plan, the entry points and launch geometry instead.
   kdajit aot build --plan PLAN.json --out DIR [--jobs N] [--json]
       Compile a plan (schedules x targets x shape keys; aot/all-shipped.json is
       every shipped schedule for all its targets) in parallel and write
       DIR/kdajit.kdab (a bundle the runtime serves before the disk cache and
       NVRTC: KDAJIT_BUNDLE_PATH=DIR or register_kernel_bundle()) and a fatbin
       per module (DIR/fatbin/, a cubin per target, made with fatbinary).
-  kdajit repro --schedule S --target T [--state bf16|fp32] [--layout fixed|packed] [--out DIR] [--json]
+  kdajit repro --schedule S --target T [--state bf16|fp32] [--layout fixed|packed] [--checkpoints] [--out DIR] [--json]
       Write the generated CUDA source, the exact NVRTC options kdajit uses
       (one per line) and a script that replays the compile with libnvrtc
       (<name>.replay.py: writes the cubin and the log), so a compile can be
       reproduced outside kdajit.
-  kdajit compile (--schedule S... | --all) [--target T]... [--state bf16|fp32] [--layout fixed|packed] [--json]
+  kdajit compile (--schedule S... | --all) [--target T]... [--state bf16|fp32] [--layout fixed|packed] [--checkpoints] [--json]
       Fill the kernel cache: compile (or find) each schedule for its targets
       (or the given ones) and one shape key. --all: every shipped schedule with
       a code generator. Prints each entry's key, time and resources.
@@ -51,7 +51,7 @@ usage:
       One entry in detail (key fields, checksums, entry points and their
       resources, launch, producer, times), found by a key prefix of at least
       4 hex digits; --log and --source add the NVRTC log and the generated CUDA.
-  kdajit cache explain SCHEDULE --target T [--state bf16|fp32] [--layout fixed|packed] [--cache-dir DIR] [--json]
+  kdajit cache explain SCHEDULE --target T [--state bf16|fp32] [--layout fixed|packed] [--checkpoints] [--cache-dir DIR] [--json]
       The cache key a compile of SCHEDULE (a shipped name or a file) would
       have, field by field, and whether the cache holds it; if not, the
       nearest entry and how each differing key field differs. Exit 9 when
@@ -69,9 +69,11 @@ usage:
   kdajit cache clear [--cache-dir DIR] [--json]
       Remove every entry (except one being built or published right now).
   kdajit route [--cc X.Y [--sms N] [--nvrtc X.Y]] [--layout L] [--state D] [--heads H] [--sequences N]
-               [--lower-bound LB] [--schedule S | --family F] [--json]
+               [--lower-bound LB] [--pool] [--seq-order] [--checkpoint-every P] [--schedule S | --family F] [--json]
       Explain which shipped schedule and target a call gets, on the current
-      GPU or on a simulated device (eligibility, target rule, tuning table).
+      GPU or on a simulated device (eligibility, target rule, tuning table);
+      --pool, --seq-order, --checkpoint-every: a call with a state pool, its
+      own sequence order, native checkpoints every P tokens.
   kdajit verify [--seqlens a,b,... | --fixed B,T] [--heads H] [--state bf16|fp32]
                 [--gate standard|minus8|plus8|bias8] [--seed N] [--schedule S [--target T]] [--no-overlap] [--json]
       Run one random prefill on the GPU and check it against the CPU fp64

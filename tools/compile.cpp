@@ -36,7 +36,7 @@ std::vector<std::string> options_named(const std::vector<std::string>& args, con
 int compile_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::set<std::string> options = shape_option_names();
   options.insert({"--schedule", "--target"});
-  const ParsedArgs parsed = parse_args(args, {"--all", "--json"}, options);
+  const ParsedArgs parsed = parse_args(args, shape_flags({"--all", "--json"}), options);
   if (!parsed.positional.empty()) {
     throw UsageError("unexpected argument '" + parsed.positional.front() + "'");
   }

@@ -21,7 +21,7 @@ int emit_command(const std::vector<std::string>& args, std::ostream& out, std::o
   (void)err;
   std::set<std::string> options = shape_option_names();
   options.insert({"--schedule", "--target"});
-  const ParsedArgs parsed = parse_args(args, {"--plan", "--json"}, options);
+  const ParsedArgs parsed = parse_args(args, shape_flags({"--plan", "--json"}), options);
   if (!parsed.positional.empty()) {
     throw UsageError("unexpected argument '" + parsed.positional.front() + "'");
   }

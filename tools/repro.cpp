@@ -63,7 +63,7 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
 int repro_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::set<std::string> options = shape_option_names();
   options.insert({"--schedule", "--target", "--out"});
-  const ParsedArgs parsed = parse_args(args, {"--json"}, options);
+  const ParsedArgs parsed = parse_args(args, shape_flags({"--json"}), options);
   if (!parsed.positional.empty()) {
     throw UsageError("unexpected argument '" + parsed.positional.front() + "'");
   }

@@ -35,8 +35,9 @@ std::pair<int, int> parse_version(const std::string& text, const char* option) {
 
 int route_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::set<std::string> options = shape_option_names();
-  options.insert({"--cc", "--sms", "--heads", "--sequences", "--schedule", "--nvrtc", "--lower-bound", "--family"});
-  const ParsedArgs parsed = parse_args(args, {"--json"}, options);
+  options.insert({"--cc", "--sms", "--heads", "--sequences", "--schedule", "--nvrtc", "--lower-bound", "--family",
+                  "--checkpoint-every"});
+  const ParsedArgs parsed = parse_args(args, {"--json", "--pool", "--seq-order"}, options);
   DeviceDescription device;
   if (const std::optional<std::string> cc = parsed.option("--cc")) {
     std::tie(device.cc_major, device.cc_minor) = parse_version(*cc, "--cc");
@@ -67,6 +68,18 @@ int route_command(const std::vector<std::string>& args, std::ostream& out, std::
   if (const std::optional<std::string> lb = parsed.option("--lower-bound")) {
     problem.lower_bound = std::stod(*lb);
   }
+  problem.state_pool = parsed.has("--pool");
+  problem.seq_order = parsed.has("--seq-order");
+  if (const std::optional<std::string> every = parsed.option("--checkpoint-every")) {
+    try {
+      problem.checkpoint_interval = std::stoll(*every);
+    } catch (const std::exception&) {
+      throw UsageError(fmt::format("--checkpoint-every takes a number of tokens, got '{}'", *every));
+    }
+    if (problem.checkpoint_interval <= 0 || problem.checkpoint_interval % 16 != 0) {
+      throw UsageError(fmt::format("--checkpoint-every takes a positive multiple of 16, got {}", *every));
+    }
+  }
   RouteRequest request;
   request.schedule = parsed.option("--schedule");
   if (const std::optional<std::string> family = parsed.option("--family")) {
@@ -89,6 +102,9 @@ int route_command(const std::vector<std::string>& args, std::ostream& out, std::
                           {"state", to_string(problem.state_dtype)},
                           {"sequences", problem.num_seqs},
                           {"heads", problem.heads},
+                          {"state_pool", problem.state_pool},
+                          {"seq_order", problem.seq_order},
+                          {"checkpoint_every", problem.checkpoint_interval},
                           {"schedule", d.schedule->name},
                           {"target", d.target.name},
                           {"shape", d.shape.canonical()},

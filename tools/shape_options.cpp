@@ -2,6 +2,11 @@
 
 namespace kda::tools {
 
+std::set<std::string> shape_flags(std::set<std::string> flags) {
+  flags.insert("--checkpoints");
+  return flags;
+}
+
 std::set<std::string> shape_option_names() {
   return {"--state", "--layout"};
 }
@@ -22,6 +27,7 @@ ShapeKey shape_from_options(const ParsedArgs& args) {
     }
     key.layout = *l;
   }
+  key.checkpoints = args.has("--checkpoints");
   return key;
 }
 

@@ -1,6 +1,7 @@
 /// \file
 /// The shape-key options shared by commands that generate code:
-/// --state bf16|fp32 and --layout fixed|packed.
+/// --state bf16|fp32, --layout fixed|packed and --checkpoints (native
+/// checkpoints compiled in).
 #pragma once
 
 #include "compiler/shape_key.hpp"
@@ -10,6 +11,9 @@
 #include <string>
 
 namespace kda::tools {
+
+/// `flags` and the shape-key flags (--checkpoints).
+std::set<std::string> shape_flags(std::set<std::string> flags);
 
 /// Option names this reader consumes.
 std::set<std::string> shape_option_names();

@@ -180,7 +180,6 @@ void emit_umma_constants(const UmmaPlan& u, SourceWriter& out) {
     out.line(fmt::format("constexpr unsigned long long UMMA_DESC_{} = {:#x}ull; // LBO {}, SBO {}, {}", o.name, o.desc,
                          o.lbo, o.sbo, o.swizzle128 ? "128-byte swizzle" : "no swizzle"));
   }
-  constant(out, "TMA_BOX_COLS", u.tma_box_cols); // 0: no TMA loads
   for (const UmmaShape& sh : u.shapes) {
     out.line(fmt::format("constexpr unsigned UMMA_IDESC_{} = {:#x}u; // M {}, N {}, bf16 -> fp32, K-major A and B",
                          sh.name, sh.idesc, sh.m, sh.n));
@@ -205,6 +204,7 @@ void emit_plan_header(const KernelPlan& plan, SourceWriter& out) {
   constant(out, "STATE_FP32", plan.shape.state_dtype == StatePrecision::fp32 ? 1 : 0);
   constant(out, "LAYOUT_PACKED", plan.shape.layout == LayoutKind::packed ? 1 : 0);
   constant(out, "WARP_TABLE_MAX_SEQUENCES", k_warp_table_max_sequences); // no chunk_offsets kernel up to here
+  constant(out, "CHECKPOINTS", plan.shape.checkpoints ? 1 : 0); // native checkpoints compiled in
   // numerics shared with the CPU emulation (reference/emulation_config.hpp)
   constant(out, "ANCHOR_ROWS", plan.numerics.anchor_rows);     // C_a = ANCHOR_ROWS x gate_scale
   constant(out, "INVERSE_BLOCK", plan.numerics.inverse_block); // forward-substitution blocks of (I + L)^-1
@@ -225,6 +225,9 @@ void emit_plan_header(const KernelPlan& plan, SourceWriter& out) {
   }
   if (plan.umma) {
     emit_umma_constants(*plan.umma, out);
+  }
+  if (plan.tile_tensor_maps) {
+    constant(out, "TMA_BOX_COLS", plan.tile_tensor_maps->box_cols); // tensor maps tma_q, tma_k, tma_g, tma_v
   }
   out.blank();
   emit_params(plan.abi, out);

@@ -29,7 +29,7 @@ FamilyRecipe tcgen05_fused_recipe(const std::string& name, int c, std::vector<in
                  "slot_ready", "slot_free", "tile_loaded", "v_loaded", "snapshot_ready", "projected", "delta_ready",
                  "solved", "u_ready", "updated", "o_drained", "tmem_base"},
                 {"state", "epilogue", "load", "mma", "producer"}}};
-  r.chunk_offsets = {KernelRole::prepare, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256};
+  r.chunk_offsets = {KernelRole::sequence_table, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256};
   r.inverse_block = 8; // 8 x 8 diagonal blocks, merged by doubling up to C
   r.m_tiles = std::move(m_tiles);
   r.umma = FamilyRecipe::Umma{
@@ -39,8 +39,9 @@ FamilyRecipe tcgen05_fused_recipe(const std::string& name, int c, std::vector<in
       // atoms 1,024 B apart); [rows x C] operands as core matrices without swizzle
       {{"TILE", 16, 1024, true}, {"NARROW", 128, c / 8 * 128, false}},
       // [S | O^T], P^T then U^T, the bf16 snapshot of S
-      {{"STATE", 128}, {"OUT", c}, {"WORK", c}, {"SNAPSHOT", 64}},
-      64};
+      {{"STATE", 128}, {"OUT", c}, {"WORK", c}, {"SNAPSHOT", 64}}};
+  r.tile_tensor_map_cols = 64;
+  r.features = {true, true, true}; // pools and checkpoints in consume_state, seq_order in recurrence_pair
   r.proxy_ops_fragment = "tcgen05/proxy_ops";
   return r;
 }
@@ -76,7 +77,7 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
            {KernelRole::recurrence, "warp_mma/recurrence", "kda::frag::recurrence",
             {"kd", "qd", "kr", "v", "tinv", "mqk", "beta", "gamma", "out"},
             {"mma"}}},
-          {KernelRole::prepare, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256},
+          {KernelRole::sequence_table, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256},
           {{"KD", 0, 16 * 128 * 2},
            {"QD", 0, 16 * 128 * 2},
            {"KR", 0, 16 * 128 * 2},
@@ -91,6 +92,9 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           {},
           std::nullopt,
           "",
+          MqkDiagonal::operands,
+          0,
+          {true, true, true}, // pools and checkpoints in recurrence_io, seq_order in recurrence_pair
       },
       {
           // The record is the SMEM image of the wgmma B operands (K-major core
@@ -112,7 +116,7 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
             }(),
             {"prepare"}},
            k_wgmma_recurrence},
-          {KernelRole::prepare, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256},
+          {KernelRole::sequence_table, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256},
           {{"KQ", 0, 32 * 128 * 2, 4 * 128, 128},
            {"UPD", 0, 144 * 16 * 2, 18 * 128, 128},
            {"BETA", 0, 16 * 4},
@@ -124,6 +128,9 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           {},
           std::nullopt,
           "",
+          MqkDiagonal::operands,
+          0,
+          {true, true, true}, // pools and checkpoints in recurrence_io, seq_order in recurrence_pair
       },
       {
           // Chunk 32 with the fixed exponent anchor: the same record image at
@@ -140,7 +147,7 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
              "kr", "tmat", "tt"},
             {"prepare"}},
            k_wgmma_recurrence},
-          {KernelRole::prepare, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256},
+          {KernelRole::sequence_table, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256},
           {{"KQ", 0, 64 * 128 * 2, 8 * 128, 128},
            {"UPD", 0, 160 * 32 * 2, 20 * 128, 128},
            {"BETA", 0, 32 * 4},
@@ -153,6 +160,8 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           std::nullopt,
           "",
           MqkDiagonal::raw_rows, // Qda and Ki are bf16: the diagonal from the raw rows
+          0,
+          {true, true, true},
       },
       // The fused design of seed note 000 (one kernel): the load warp and five
       // producer groups fill the ring, the state, MMA and epilogue roles

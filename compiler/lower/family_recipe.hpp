@@ -60,7 +60,6 @@ struct FamilyRecipe {
     std::vector<std::pair<std::string, int>> shapes; ///< (name, N); M is the schedule's m_tile
     std::vector<Operand> operands;
     std::vector<std::pair<std::string, int>> tmem; ///< (name, columns), in column order
-    int tma_box_cols = 0;                          ///< TMA loads of whole chunks (0: cp.async only)
   };
   std::optional<Umma> umma;
   /// The fragment that replaces `tcgen05/ops` on the sm_90a proxy target.
@@ -68,6 +67,11 @@ struct FamilyRecipe {
   /// How its prepare kernel forms Mqk's diagonal (the schedule's
   /// numerics.mqk_diagonal must say the same).
   MqkDiagonal mqk_diagonal = MqkDiagonal::operands;
+  /// Columns per TMA box of whole chunks' q, k, g, v tiles (128 B of bf16,
+  /// the 128-byte swizzle); 0: its fragments copy rows with cp.async.
+  int tile_tensor_map_cols = 0;
+  /// The caller features its fragments implement (a schedule may offer only these).
+  PlanFeatures features;
 };
 
 /// The recipe for `schedule`, or a ScheduleError naming what has no generator.

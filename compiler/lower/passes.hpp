@@ -44,8 +44,24 @@ void plan_launch(const ValidatedSchedule& schedule, const FamilyRecipe& recipe, 
 /// starts with (their total over its threads, rounded up to 8); 0 otherwise.
 int entry_registers(const KernelDecl& kernel);
 
-/// `tensor_maps`: the plan loads with TMA and takes four tensor maps (v3).
-ArgAbi plan_arg_abi(bool tensor_maps = false);
+/// `tensor_maps`: the plan loads with TMA and takes its tensor maps (v3).
+ArgAbi plan_arg_abi(const std::optional<TileTensorMapPlan>& tensor_maps = std::nullopt);
+
+/// The TMA tensor maps of a family that loads whole chunks with TMA (nothing
+/// for a family that copies rows with cp.async).
+std::optional<TileTensorMapPlan> plan_tile_tensor_maps(const ValidatedSchedule& schedule, const FamilyRecipe& recipe);
+
+/// The caller features the plan's kernels take: what the schedule's
+/// eligibility offers, which the family's generator must implement
+/// (ScheduleError at /eligibility/<feature> otherwise); checkpoints only when
+/// the shape key compiles them in, which needs the schedule to offer them.
+PlanFeatures plan_features(const ValidatedSchedule& schedule, const FamilyRecipe& recipe, const ShapeKey& shape);
+
+/// The template fragments to emit, in order: the family's common fragments
+/// (on the sm_90a proxy with the proxy's tensor-memory fragment), then each
+/// entry's fragment once.
+std::vector<std::string> plan_fragments(const FamilyRecipe& recipe, const std::optional<UmmaPlan>& umma,
+                                        const std::vector<EntryPlan>& entries);
 
 /// The schedule's `prepare_overlap` model, if its generator supports running
 /// the prepare kernel beside the recurrence (ScheduleError otherwise).

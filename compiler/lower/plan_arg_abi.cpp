@@ -42,15 +42,18 @@ constexpr FieldSpec k_fields[] = {
     {"ready_epoch", ArgType::i32, "int"},
     {"chunk_begin", ArgType::i32, "int"},
     {"chunk_major", ArgType::i32, "int"},
-};
-
-// TMA tensor maps of the token tensors (plans that load whole chunks with TMA):
-// CUtensorMap bytes, 64-byte aligned, addressed by the kernel in param space.
-constexpr FieldSpec k_tensor_map_fields[] = {
-    {"tma_q", ArgType::tensor_map, "kda::TensorMapBytes"},
-    {"tma_k", ArgType::tensor_map, "kda::TensorMapBytes"},
-    {"tma_g", ArgType::tensor_map, "kda::TensorMapBytes"},
-    {"tma_v", ArgType::tensor_map, "kda::TensorMapBytes"},
+    // Caller features (v4, kernel_plan.hpp PlanFeatures). A state pool:
+    // sequence n's state is slot state_indices[n] (null: slot n), slots
+    // state_slot_stride elements apart. seq_order: the packed sequences'
+    // order of the recurrent grid (null: longest first). Checkpoints (plans
+    // that compile them in): bf16 rows from row checkpoint_starts[n] of
+    // sequence n, one every checkpoint_chunks chunks (0: none).
+    {"state_indices", ArgType::pointer, "const int*"},
+    {"state_slot_stride", ArgType::i64, "kda::i64"},
+    {"seq_order", ArgType::pointer, "const int*"},
+    {"checkpoints", ArgType::pointer, "kda::bf16*"},
+    {"checkpoint_starts", ArgType::pointer, "const kda::i64*"},
+    {"checkpoint_chunks", ArgType::i32, "int"},
 };
 
 std::int64_t size_of(ArgType t) {
@@ -72,23 +75,26 @@ const ArgField* ArgAbi::find(const std::string& name) const {
   return nullptr;
 }
 
-ArgAbi plan_arg_abi(bool tensor_maps) {
+ArgAbi plan_arg_abi(const std::optional<TileTensorMapPlan>& tensor_maps) {
   ArgAbi abi;
   std::int64_t offset = 0;
-  auto add = [&](const FieldSpec& spec) {
-    const std::int64_t size = size_of(spec.type);
-    const std::int64_t align = alignment_of(spec.type);
+  auto add = [&](const std::string& name, ArgType type, const std::string& c_type) {
+    const std::int64_t size = size_of(type);
+    const std::int64_t align = alignment_of(type);
     offset = (offset + align - 1) / align * align;
-    abi.fields.push_back({spec.name, spec.type, spec.c_type, offset, size});
+    abi.fields.push_back({name, type, c_type, offset, size});
     abi.alignment = std::max(abi.alignment, align);
     offset += size;
   };
   for (const FieldSpec& spec : k_fields) {
-    add(spec);
+    add(spec.name, spec.type, spec.c_type);
   }
+  // TMA tensor maps of the token tensors (plans that load whole chunks with
+  // TMA): CUtensorMap bytes, 64-byte aligned, addressed by the kernel in
+  // param space.
   if (tensor_maps) {
-    for (const FieldSpec& spec : k_tensor_map_fields) {
-      add(spec);
+    for (const std::string& tensor : tensor_maps->tensors) {
+      add("tma_" + tensor, ArgType::tensor_map, "kda::TensorMapBytes");
     }
   }
   abi.size = (offset + abi.alignment - 1) / abi.alignment * abi.alignment;

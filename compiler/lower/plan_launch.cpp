@@ -23,7 +23,7 @@ int entry_registers(const KernelDecl& kernel) {
 
 void plan_launch(const ValidatedSchedule& v, const FamilyRecipe& recipe, std::vector<EntryPlan>& entries) {
   for (EntryPlan& e : entries) {
-    if (e.kernel == "chunk_offsets") {
+    if (e.role == KernelRole::sequence_table) {
       e.launch = {GridRule::single_block, recipe.chunk_offsets.threads, 0};
       continue;
     }

@@ -27,7 +27,6 @@ std::optional<UmmaPlan> plan_umma(const ValidatedSchedule& v, const FamilyRecipe
     d.swizzle = o.swizzle128 ? SmemSwizzle::b128 : SmemSwizzle::none;
     u.operands.push_back({o.name, o.lbo, o.sbo, o.swizzle128, encode_tcgen05_smem_descriptor(d)});
   }
-  u.tma_box_cols = recipe.umma->tma_box_cols;
   int column = 0;
   for (const auto& [name, columns] : recipe.umma->tmem) {
     u.tmem.push_back({name, column, columns});

@@ -2,8 +2,9 @@
 // What the recurrences of the decomposed designs share: the value rows each
 // warp owns, the fp32 state in m16n8k16 accumulator fragments (which wgmma's
 // m64nN accumulators match warp by warp), its in-place load and store (spec
-// section 1.4), and the store of an output tile from SMEM; which (sequence,
-// head, row block) a CTA works on.
+// section 1.4) at its slot of the state tensor or pool, the checkpoint rows,
+// and the store of an output tile from SMEM; which (sequence, head, row block)
+// a CTA works on.
 // Uses kda_plan::recurrence::MMA_WARPS, THREADS and kda_plan::M_TILE.
 namespace kda {
 namespace frag {
@@ -56,7 +57,7 @@ __device__ __forceinline__ void load_state(const kda_plan::KdaParams& p, int n, 
   const int warp = threadIdx.x >> 5;
   const int g = (threadIdx.x & 31) >> 2;
   const int t = threadIdx.x & 3;
-  const i64 base = (static_cast<i64>(n) * p.heads + h) * D * D;
+  const i64 base = p.state_in != nullptr ? state_base(p, n, h) : 0;
 #pragma unroll
   for (int mt = 0; mt < row_tiles(); ++mt) {
 #pragma unroll
@@ -79,15 +80,15 @@ __device__ __forceinline__ void load_state(const kda_plan::KdaParams& p, int n, 
   }
 }
 
-template <int TILES>
-__device__ __forceinline__ void store_state(const kda_plan::KdaParams& p, int n, int h, int m0,
-                                            const float (&state)[row_tiles()][TILES][4]) {
+// The warp's rows of the state into `dst`, one (sequence, head)'s [128][128]
+// state, as fp32 or bf16.
+template <bool FP32, int TILES>
+__device__ __forceinline__ void store_state_rows(void* dst, int m0, const float (&state)[row_tiles()][TILES][4]) {
   static_assert(TILES >= 16, "16 state tiles");
   constexpr int D = kda_plan::HEAD_DIM;
   const int warp = threadIdx.x >> 5;
   const int g = (threadIdx.x & 31) >> 2;
   const int t = threadIdx.x & 3;
-  const i64 base = (static_cast<i64>(n) * p.heads + h) * D * D;
 #pragma unroll
   for (int mt = 0; mt < row_tiles(); ++mt) {
 #pragma unroll
@@ -98,16 +99,35 @@ __device__ __forceinline__ void store_state(const kda_plan::KdaParams& p, int n,
         const int col = 8 * nt + 2 * t;
         const float x0 = state[mt][nt][2 * half];
         const float x1 = state[mt][nt][2 * half + 1];
-        if (kda_plan::STATE_FP32) {
+        if (FP32) {
           float2 pair;
           pair.x = x0;
           pair.y = x1;
-          *reinterpret_cast<float2*>(static_cast<float*>(p.state_out) + base + row * D + col) = pair;
+          *reinterpret_cast<float2*>(static_cast<float*>(dst) + row * D + col) = pair;
         } else {
-          *reinterpret_cast<u32*>(static_cast<bf16*>(p.state_out) + base + row * D + col) = pack_bf16x2(x0, x1);
+          *reinterpret_cast<u32*>(static_cast<bf16*>(dst) + row * D + col) = pack_bf16x2(x0, x1);
         }
       }
     }
+  }
+}
+
+template <int TILES>
+__device__ __forceinline__ void store_state(const kda_plan::KdaParams& p, int n, int h, int m0,
+                                            const float (&state)[row_tiles()][TILES][4]) {
+  const i64 base = state_base(p, n, h);
+  void* const dst = kda_plan::STATE_FP32 ? static_cast<void*>(static_cast<float*>(p.state_out) + base)
+                                         : static_cast<void*>(static_cast<bf16*>(p.state_out) + base);
+  store_state_rows<kda_plan::STATE_FP32 != 0>(dst, m0, state);
+}
+
+// The state before local chunk c as a checkpoint row (bf16) when one is
+// due (common/sequences: checkpoint_take); nothing in plans without checkpoints.
+template <int TILES>
+__device__ __forceinline__ void store_checkpoint(const kda_plan::KdaParams& p, CheckpointCursor& cursor, int n, int h,
+                                                 int m0, i64 c, const float (&state)[row_tiles()][TILES][4]) {
+  if (bf16* const row = checkpoint_take(p, cursor, n, h, c)) {
+    store_state_rows<false>(row, m0, state);
   }
 }
 

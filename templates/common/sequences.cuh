@@ -1,7 +1,8 @@
 // kdajit fragment: common/sequences
-// Where a sequence's tokens and chunks are: fixed layout (B sequences of length
-// T) or packed (B = 1, cu_seqlens int32 or int64). Zero-length sequences own
-// no chunks. Uses kda_plan::CHUNK_SIZE, kda_plan::LAYOUT_PACKED, KdaParams.
+// Where a sequence's tokens, chunks, state and checkpoints are: fixed layout
+// (B sequences of length T) or packed (B = 1, cu_seqlens int32 or int64).
+// Zero-length sequences own no chunks. Uses kda_plan::CHUNK_SIZE,
+// kda_plan::LAYOUT_PACKED, kda_plan::CHECKPOINTS, KdaParams.
 namespace kda {
 
 struct SequenceSpan {
@@ -176,8 +177,9 @@ __device__ __forceinline__ int* sequence_order(const kda_plan::KdaParams& p) {
 }
 
 // The (sequence, y) a CTA of a sequences-by-heads grid works on, y = head x
-// row blocks + row block. Packed layouts take the sequences in
-// sequence_order: CTAs are dispatched in linear block order, so every head of
+// row blocks + row block. With the caller's seq_order (packed only) grid
+// position i takes sequence seq_order[i]. Otherwise packed layouts take the
+// sequences in sequence_order: CTAs are dispatched in linear block order, so every head of
 // the longest sequences starts in the first wave and the last waves hold the
 // short chains (a list schedule close to longest-processing-time first; in
 // launch order a long chain could start last and run alone). Fixed layouts:
@@ -197,6 +199,10 @@ __device__ __forceinline__ RecurrencePair recurrence_pair(const kda_plan::KdaPar
   }
   const i64 linear = static_cast<i64>(blockIdx.y) * gridDim.x + blockIdx.x;
   const int position = static_cast<int>(linear / gridDim.y);
+  if (p.seq_order != nullptr) { // packed only; n is the same on every lane (sequence_span may shuffle)
+    const int n = p.seq_order[position];
+    return {n, static_cast<int>(linear % gridDim.y), sequence_span(p, n)};
+  }
   if (warp_sequence_table(p)) {
     // the order's definition, lane l ranking sequence l: longer buckets
     // first, then lower indices (compute_sequence_order's stable sort)
@@ -317,7 +323,42 @@ __device__ __forceinline__ void compute_chunk_offsets(const kda_plan::KdaParams&
     }
     __syncthreads();
   }
-  compute_sequence_order(p, buckets);
+  if (p.seq_order == nullptr) { // the caller's order replaces longest-first
+    compute_sequence_order(p, buckets);
+  }
+}
+
+// Where the state of (sequence n, head h) starts (elements): slot n of the
+// state tensor, or slot state_indices[n] of a pool (a caller contract: unique
+// and in range); slots state_slot_stride elements apart.
+__device__ __forceinline__ i64 state_base(const kda_plan::KdaParams& p, int n, int h) {
+  const i64 slot = p.state_indices != nullptr ? static_cast<i64>(p.state_indices[n]) : static_cast<i64>(n);
+  return slot * p.state_slot_stride + static_cast<i64>(h) * kda_plan::HEAD_DIM * kda_plan::HEAD_DIM;
+}
+
+// Native checkpoints (plans with kda_plan::CHECKPOINTS): the state before
+// local chunk c is row c / checkpoint_chunks of sequence n when c is a
+// multiple of checkpoint_chunks (row 0: the initial state), i.e. the state
+// after r x interval tokens for every r x interval < length. A recurrence
+// walks its chunks in order with a cursor of one int, the next chunk a row is
+// due before (no division per chunk, no pointer kept live through the chunk
+// loop), and forms a row's address only when the row is due.
+struct CheckpointCursor {
+  int next; // the local chunk the next row is due before
+};
+__device__ __forceinline__ CheckpointCursor checkpoint_cursor() {
+  return {0};
+}
+// Where the row due before local chunk c goes ([128][128] bf16 of head h),
+// or nullptr when none is due; c advances by one between calls.
+__device__ __forceinline__ bf16* checkpoint_take(const kda_plan::KdaParams& p, CheckpointCursor& cursor, int n, int h,
+                                                 i64 c) {
+  if (!kda_plan::CHECKPOINTS || static_cast<int>(c) != cursor.next) {
+    return nullptr;
+  }
+  const i64 row = p.checkpoint_starts[n] + cursor.next / p.checkpoint_chunks;
+  cursor.next += p.checkpoint_chunks;
+  return p.checkpoints + (row * p.heads + h) * kda_plan::HEAD_DIM * kda_plan::HEAD_DIM;
 }
 
 } // namespace kda

@@ -81,13 +81,33 @@ __device__ __forceinline__ void bits8(const float (&x)[8], u32 (&w)[8]) {
   }
 }
 
+// This lane's row of the bf16 state snapshot (TMEM_SNAPSHOT_COL: two values
+// a column) to `row`, a checkpoint row's value row. Every lane of the warp
+// loads (tcgen05.ld is warp-wide); only `active` lanes store.
+__device__ __forceinline__ void store_snapshot_row(const TmemSpace& t, bf16* row, bool active) {
+#pragma unroll 1
+  for (int j = 0; j < kda_plan::HEAD_DIM / 16; ++j) {
+    float w[8];
+    tmem_load8(t, kda_plan::TMEM_SNAPSHOT_COL + 8 * j, w);
+    if (active) {
+      uint4* const dst = reinterpret_cast<uint4*>(row + 16 * j);
+      dst[0] = make_uint4(__float_as_uint(w[0]), __float_as_uint(w[1]), __float_as_uint(w[2]), __float_as_uint(w[3]));
+      dst[1] = make_uint4(__float_as_uint(w[4]), __float_as_uint(w[5]), __float_as_uint(w[6]), __float_as_uint(w[7]));
+    }
+  }
+}
+
 __device__ __forceinline__ void consume_state(const kda_plan::KdaParams& p, const FusedBarriers& bar,
                                               const TmemSpace& t, u8* smem, const SequenceSpan& seq, int n, int h,
                                               int m0, i64 chunks, int thread) {
   constexpr int D = kda_plan::HEAD_DIM;
   const int local = tmem_row_of(thread); // -1: this lane holds no value row (M 64)
   const bool active = local >= 0;
-  const i64 row = ((static_cast<i64>(n) * p.heads + h) * D + m0 + (active ? local : 0)) * D;
+  const int lane_row = m0 + (active ? local : 0); // the value row of this lane
+  // where the lane's state row lies (computed again for the final store: a
+  // pool slot is a load, and keeping its result live through the chunk loop
+  // costs registers the 64-register kernel does not have)
+  const i64 row = p.state_in != nullptr ? state_base(p, n, h) + static_cast<i64>(lane_row) * D : 0;
 #pragma unroll 1
   for (int j = 0; j < D / 8; ++j) {
     float s[8];
@@ -102,6 +122,7 @@ __device__ __forceinline__ void consume_state(const kda_plan::KdaParams& p, cons
     tmem_store8(t, kda_plan::TMEM_STATE_COL + 8 * j, w);
   }
   tmem_wait_store();
+  CheckpointCursor checkpoints = checkpoint_cursor();
   for (i64 c = 0; c < chunks; ++c) {
     const RingChunk r = ring_chunk(smem, seq, c);
     const float* const g_total = reinterpret_cast<const float*>(r.base + kda_plan::main::G_TOTAL_OFFSET);
@@ -128,6 +149,11 @@ __device__ __forceinline__ void consume_state(const kda_plan::KdaParams& p, cons
     tmem_wait_store();
     tcgen05_fence_before_thread_sync();
     mbarrier_arrive(bar.snapshot_ready);
+    // the state before chunk c as a checkpoint row: the snapshot read back
+    // while the MMA warp reads it too (we rewrite it only after `updated`)
+    if (bf16* const checkpoint = checkpoint_take(p, checkpoints, n, h, c)) {
+      store_snapshot_row(t, checkpoint + static_cast<i64>(lane_row) * D, active);
+    }
   }
   if (chunks > 0) {
     mbarrier_wait(bar.updated, static_cast<u32>((chunks - 1) & 1));
@@ -136,6 +162,7 @@ __device__ __forceinline__ void consume_state(const kda_plan::KdaParams& p, cons
   if (p.state_out == nullptr) {
     return;
   }
+  const i64 out_row = state_base(p, n, h) + static_cast<i64>(lane_row) * D;
 #pragma unroll 1
   for (int j = 0; j < D / 8; ++j) {
     float s[8];
@@ -144,11 +171,11 @@ __device__ __forceinline__ void consume_state(const kda_plan::KdaParams& p, cons
       continue;
     }
     if (kda_plan::STATE_FP32) {
-      float4* const out = reinterpret_cast<float4*>(static_cast<float*>(p.state_out) + row + 8 * j);
+      float4* const out = reinterpret_cast<float4*>(static_cast<float*>(p.state_out) + out_row + 8 * j);
       out[0] = make_float4(s[0], s[1], s[2], s[3]);
       out[1] = make_float4(s[4], s[5], s[6], s[7]);
     } else {
-      *reinterpret_cast<uint4*>(static_cast<bf16*>(p.state_out) + row + 8 * j) =
+      *reinterpret_cast<uint4*>(static_cast<bf16*>(p.state_out) + out_row + 8 * j) =
           make_uint4(pack_bf16x2(s[0], s[1]), pack_bf16x2(s[2], s[3]), pack_bf16x2(s[4], s[5]), pack_bf16x2(s[6], s[7]));
     }
   }

@@ -17,7 +17,9 @@ __device__ __forceinline__ void fused_prefill(const kda_plan::KdaParams& p) {
   static_assert(F::LOAD_WARPS == 1 && F::MMA_WARPS == 1, "one load warp, one MMA warp");
   static_assert(F::PRODUCER_WARPS % F::PRODUCER_GROUPS == 0, "whole warps per producer group");
   extern __shared__ __align__(1024) u8 smem[];
-  const int n = blockIdx.x;
+  // x: the sequence in launch order, or at position x of the caller's
+  // seq_order (packed only); y: head x row blocks + row block
+  const int n = kda_plan::LAYOUT_PACKED && p.seq_order != nullptr ? p.seq_order[blockIdx.x] : static_cast<int>(blockIdx.x);
   constexpr int ROW_BLOCKS = kda_plan::HEAD_DIM / kda_plan::M_TILE;
   const int h = blockIdx.y / ROW_BLOCKS;
   const int m0 = (blockIdx.y % ROW_BLOCKS) * kda_plan::M_TILE; // the CTA's first value row

@@ -108,7 +108,11 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
   u8* const out_tiles = smem + R::OUT_OFFSET;
   constexpr int k_out_tile_bytes = C * R::OUT_PITCH * 2;
 
+  CheckpointCursor checkpoints = checkpoint_cursor();
   for (i64 c = 0; c < chunks; ++c) {
+    if (kda_plan::CHECKPOINTS) {
+      store_checkpoint(p, checkpoints, n, h, m0, c, state); // the state before chunk c
+    }
     cp_async_wait<S - 2>();
     __syncthreads();
     if (c > 0) {

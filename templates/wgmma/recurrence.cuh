@@ -279,7 +279,11 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
     stage_warp_output(out_tiles + b * (R::OUT_BYTES / T), out_full + b, o_prev, v_row);
   };
 
+  CheckpointCursor checkpoints = checkpoint_cursor();
   for (i64 c = 0; c < chunks; ++c) {
+    if (kda_plan::CHECKPOINTS) {
+      store_checkpoint(p, checkpoints, n, h, m0, c, acc); // the state before chunk c, while its record may be in flight
+    }
     const int slot_index = static_cast<int>(c % S);
     u8* const slot = smem + slot_index * R::STAGE_BYTES;
     mbarrier_wait(full + slot_index, static_cast<u32>((c / S) & 1));

@@ -41,6 +41,7 @@ TEST_CASE("packed input adds the chunk-offsets entry first", "[compiler][lower]"
   const KernelPlan plan = lower_shipped("portable_c16", "sm_120a", LayoutKind::packed, StatePrecision::fp32);
   REQUIRE(plan.entries.size() == 3);
   CHECK(plan.entries[0].entry_name == "kda_prefill_portable_c16_chunk_offsets");
+  CHECK(plan.entries[0].role == KernelRole::sequence_table); // the launcher finds it by role, not by name
   CHECK(plan.entries[0].launch.grid == GridRule::single_block);
   CHECK(plan.shape.canonical() == "d128.in_bf16.state_fp32.packed");
 }
@@ -144,9 +145,13 @@ TEST_CASE("the fused M128 design lowers to one kernel with its tcgen05 encodings
   CHECK(u.operands[0].desc == (2ull << 61 | 1ull << 46 | (1024ull >> 4) << 32 | (16ull >> 4) << 16));
   CHECK((u.operands[1].name == "NARROW" && u.operands[1].sbo == 512 && !u.operands[1].swizzle128));
   CHECK(u.operands[1].desc == (1ull << 46 | (512ull >> 4) << 32 | (128ull >> 4) << 16));
-  // whole chunks by TMA: four tensor maps after the v2 fields, 64-byte aligned
-  CHECK(u.tma_box_cols == 64);
-  CHECK(plan.abi.version == 3);
+  // whole chunks by TMA (a plan feature of its own, not a tensor-core one):
+  // four tensor maps after the other fields, 64-byte aligned
+  REQUIRE(plan.tile_tensor_maps);
+  CHECK(plan.tile_tensor_maps->box_cols == 64);
+  CHECK(plan.tile_tensor_maps->box_rows == 32);
+  CHECK(plan.tile_tensor_maps->tensors == std::vector<std::string>{"q", "k", "g", "v"});
+  CHECK(plan.abi.version == 4);
   CHECK(plan.abi.alignment == 64);
   for (const char* name : {"tma_q", "tma_k", "tma_g", "tma_v"}) {
     const ArgField* f = plan.abi.find(name);
@@ -156,8 +161,10 @@ TEST_CASE("the fused M128 design lowers to one kernel with its tcgen05 encodings
     CHECK(f->offset % 64 == 0);
   }
   CHECK(plan.abi.size % 64 == 0);
-  // the other families keep the v2 field list (no maps)
-  CHECK(lower_shipped("sm90_wgmma_c32", "sm_90a", LayoutKind::fixed).abi.find("tma_q") == nullptr);
+  // the other families load with cp.async: no maps
+  const KernelPlan wgmma = lower_shipped("sm90_wgmma_c32", "sm_90a", LayoutKind::fixed);
+  CHECK(!wgmma.tile_tensor_maps);
+  CHECK(wgmma.abi.find("tma_q") == nullptr);
   CHECK(std::find(plan.fragments.begin(), plan.fragments.end(), "tcgen05/ops") != plan.fragments.end());
 }
 

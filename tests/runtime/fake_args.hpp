@@ -23,7 +23,7 @@ inline constexpr std::uintptr_t k_host_address = 0x0000'7f00'0000'0000;
 
 /// Slot i of device 0: 256 MiB apart, 16-byte (indeed 256 MiB) aligned.
 enum Slot { q_slot, k_slot, v_slot, g_slot, beta_slot, a_log_slot, dt_bias_slot, initial_state_slot, cu_seqlens_slot,
-            out_slot, final_state_slot };
+            out_slot, final_state_slot, state_indices_slot, seq_order_slot, checkpoints_slot, checkpoint_starts_slot };
 const void* device0_slot(int slot, std::uintptr_t byte_offset = 0);
 const void* device1_address();
 const void* host_address();

@@ -54,12 +54,20 @@ T read_at(const std::vector<std::uint8_t>& bytes, std::int64_t offset) {
   return t;
 }
 
+TileTensorMapPlan tensor_maps() {
+  TileTensorMapPlan t;
+  t.box_cols = 64;
+  t.box_rows = 32;
+  t.tensors = {"q", "k", "g", "v"};
+  return t;
+}
+
 } // namespace
 
 TEST_CASE("arg pack: the ABI is naturally aligned and every field is distinct", "[runtime][arg_pack]") {
   for (const bool maps : {false, true}) {
   INFO("tensor maps " << maps);
-  const ArgAbi abi = plan_arg_abi(maps);
+  const ArgAbi abi = plan_arg_abi(maps ? std::optional<TileTensorMapPlan>(tensor_maps()) : std::nullopt);
   REQUIRE_FALSE(abi.fields.empty());
   std::set<std::string> names;
   std::int64_t end = 0;
@@ -77,7 +85,8 @@ TEST_CASE("arg pack: the ABI is naturally aligned and every field is distinct", 
   CHECK((abi.find("tma_v") != nullptr) == maps);
   for (const char* name : {"q", "k", "v", "g", "beta", "a_log", "dt_bias", "out", "state_in", "state_out",
                            "cu_seqlens", "chunk_offsets", "workspace", "beta_token_stride", "seq_len", "total_tokens",
-                           "num_seqs", "heads", "offsets_i64", "scale", "gate_scale"}) {
+                           "num_seqs", "heads", "offsets_i64", "scale", "gate_scale", "state_indices",
+                           "state_slot_stride", "seq_order", "checkpoints", "checkpoint_starts", "checkpoint_chunks"}) {
     CHECK(abi.find(name) != nullptr);
   }
   CHECK(abi.find("nope") == nullptr);
@@ -85,7 +94,7 @@ TEST_CASE("arg pack: the ABI is naturally aligned and every field is distinct", 
 }
 
 TEST_CASE("arg pack: every field is written at its offset with its bytes", "[runtime][arg_pack]") {
-  const ArgAbi abi = plan_arg_abi(true); // with the tensor maps of TMA plans
+  const ArgAbi abi = plan_arg_abi(tensor_maps()); // with the tensor maps of TMA plans
   const ArgValues values = values_for(abi);
   const std::vector<std::uint8_t> bytes = pack_args(abi, values);
   REQUIRE(static_cast<std::int64_t>(bytes.size()) == abi.size);
@@ -136,16 +145,23 @@ TEST_CASE("arg pack: the documented layout of the parameter struct", "[runtime][
   CHECK(abi.find("ready_epoch")->offset == 160);
   CHECK(abi.find("chunk_begin")->offset == 164);
   CHECK(abi.find("chunk_major")->offset == 168);
-  CHECK(abi.size == 176);
-  // v3: plans that load with TMA append four 64-byte aligned tensor maps
-  const ArgAbi tma = plan_arg_abi(true);
-  CHECK(tma.find("chunk_major")->offset == 168);
-  CHECK(tma.find("tma_q")->offset == 192);
-  CHECK(tma.find("tma_k")->offset == 320);
-  CHECK(tma.find("tma_g")->offset == 448);
-  CHECK(tma.find("tma_v")->offset == 576);
-  CHECK(tma.size == 704);
-  CHECK(tma.version == 3);
+  // v4: the caller features (state pools, seq_order, checkpoints)
+  CHECK(abi.find("state_indices")->offset == 176);
+  CHECK(abi.find("state_slot_stride")->offset == 184);
+  CHECK(abi.find("seq_order")->offset == 192);
+  CHECK(abi.find("checkpoints")->offset == 200);
+  CHECK(abi.find("checkpoint_starts")->offset == 208);
+  CHECK(abi.find("checkpoint_chunks")->offset == 216);
+  CHECK(abi.size == 224);
+  CHECK(abi.version == 4);
+  // plans that load with TMA append their 64-byte aligned tensor maps
+  const ArgAbi tma = plan_arg_abi(tensor_maps());
+  CHECK(tma.find("checkpoint_chunks")->offset == 216);
+  CHECK(tma.find("tma_q")->offset == 256);
+  CHECK(tma.find("tma_k")->offset == 384);
+  CHECK(tma.find("tma_g")->offset == 512);
+  CHECK(tma.find("tma_v")->offset == 640);
+  CHECK(tma.size == 768);
 }
 
 TEST_CASE("arg pack: extra values are ignored", "[runtime][arg_pack]") {

@@ -67,8 +67,11 @@ TEST_CASE("c api: kda_prefill_args_init", "[runtime][c_api]") {
   CHECK(a.stream == nullptr);
   CHECK(a.schedule == nullptr);
   CHECK(a.family == nullptr);
+  CHECK(a.struct_size == sizeof(kda_prefill_args));
+  CHECK(a.checkpoint_every_n_tokens == 0);
   for (const kda_tensor* t : {&a.q, &a.k, &a.v, &a.g, &a.beta, &a.a_log, &a.dt_bias, &a.initial_state, &a.cu_seqlens,
-                              &a.out, &a.final_state}) {
+                              &a.out, &a.final_state, &a.ssm_state_indices, &a.seq_order, &a.state_checkpoints,
+                              &a.checkpoint_cu_starts}) {
     CHECK(empty(*t));
   }
   kda_prefill_args_init(nullptr); // ignored
@@ -98,8 +101,34 @@ TEST_CASE("c api: refusals before any driver call", "[runtime][c_api]") {
     CHECK(kda_recurrent_prefill(&a, nullptr, nullptr, &out, nullptr) == KDA_ERROR_TENSOR);
     CHECK_THAT(std::string(kda_last_error()), Contains("argument 'final_state_buffer'"));
   }
+  SECTION("struct_size: not initialised, too small, or from a newer kdajit") {
+    kda_prefill_args a = fake_c_args();
+    a.struct_size = 0;
+    CHECK(kda_recurrent_prefill(&a, nullptr, nullptr, &out, &final_state) == KDA_ERROR_TENSOR);
+    CHECK_THAT(std::string(kda_last_error()), Contains("argument 'struct_size': is 0: initialise the arguments with "
+                                                       "kda_prefill_args_init"));
+    a.struct_size = KDA_PREFILL_ARGS_MIN_SIZE - 8;
+    CHECK(kda_recurrent_prefill(&a, nullptr, nullptr, &out, &final_state) == KDA_ERROR_TENSOR);
+    CHECK_THAT(std::string(kda_last_error()), Contains("is smaller than the first version of kda_prefill_args"));
+    a.struct_size = sizeof(kda_prefill_args) + 8;
+    CHECK(kda_recurrent_prefill(&a, nullptr, nullptr, &out, &final_state) == KDA_ERROR_TENSOR);
+    CHECK_THAT(std::string(kda_last_error()), Contains("the caller was built against a newer kdajit"));
+  }
   CHECK(out == nullptr);
   CHECK(final_state == nullptr);
+}
+
+TEST_CASE("c api: a caller of the first version reaches the call (its struct ends at family)", "[runtime][c_api]") {
+  if (runtime::driver_status().available) {
+    WARN("a CUDA driver is present: the compile-only path is not exercised here");
+    return;
+  }
+  kda_prefill_args a = fake_c_args();
+  a.struct_size = KDA_PREFILL_ARGS_MIN_SIZE;
+  a.checkpoint_every_n_tokens = 20; // past its struct: never read (it would be refused)
+  kda_buffer out = nullptr;
+  kda_buffer final_state = nullptr;
+  CHECK(kda_recurrent_prefill(&a, nullptr, nullptr, &out, &final_state) == KDA_ERROR_TOOLCHAIN);
 }
 
 TEST_CASE("c api: without a driver a valid-looking call is a toolchain error", "[runtime][c_api]") {

@@ -26,12 +26,16 @@ TEST_CASE("every generatable shipped schedule compiles with NVRTC for each of it
       WARN(s.name << ": no generator yet, not compiled");
       continue;
     }
+    // the plain kernels (fp32 state, packed), and with native checkpoints
+    // compiled in (bf16 state, fixed): both without spills
+    for (const bool checkpoints : {false, true}) {
     for (const std::string& name : s.targets) {
-      INFO(s.name << " on " << name);
+      INFO(s.name << " on " << name << (checkpoints ? " with checkpoints" : ""));
       const Target target = *find_target(name);
       ShapeKey shape;
-      shape.state_dtype = StatePrecision::fp32;
-      shape.layout = LayoutKind::packed;
+      shape.state_dtype = checkpoints ? StatePrecision::bf16 : StatePrecision::fp32;
+      shape.layout = checkpoints ? LayoutKind::fixed : LayoutKind::packed;
+      shape.checkpoints = checkpoints;
       const std::shared_ptr<const PreparedKernel> k = KernelRegistry::instance().prepare(s, target, shape);
       REQUIRE(k->entry);
       CHECK(k->entry->cubin.size() > 1000);
@@ -56,13 +60,14 @@ TEST_CASE("every generatable shipped schedule compiles with NVRTC for each of it
       }
       ++compiled;
     }
+    }
   }
-  CHECK(compiled >= 3);
+  CHECK(compiled >= 6);
 }
 
 // The prepare fragment's multi-chunk path (a 2-slot ring, chunk i + 1 loading
 // while chunk i is prepared) is not in a shipped schedule: on the H200 it was
-// slower (docs/bench/README.md, v13). It stays compiled and resource-checked
+// slower (docs/bench/archive/LOG.md, v13). It stays compiled and resource-checked
 // here so that the fragment keeps supporting it.
 TEST_CASE("a prepare kernel with a 2-slot ring and 4 chunks per CTA compiles without spills", "[runtime][compile]") {
   nlohmann::json doc = test::shipped_schedule_json("sm90_wgmma_c16");

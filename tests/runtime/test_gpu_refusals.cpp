@@ -3,11 +3,13 @@
 // bit-identical (poisoned output stays poisoned).
 #include "device_array.hpp"
 #include "runtime/kda.hpp"
+#include "runtime/kda_c.h"
 
 #include "compiler/errors.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <vector>
 
 using namespace kda;
@@ -91,4 +93,110 @@ TEST_CASE("gpu: refused calls launch nothing and leave outputs and state untouch
     still_poisoned += out[i] == 0xff && out[i + 1] == 0xff;
   }
   CHECK(still_poisoned == 0);
+}
+
+TEST_CASE("gpu: refused serving-engine arguments launch nothing and leave every buffer untouched",
+          "[gpu][runtime][api][contract]") {
+  Call c(64, 2);
+  const std::vector<std::uint8_t> state_before = c.state.download_as<std::uint8_t>(c.state.bytes());
+  DeviceArray pool(3 * (2 * 128 * 128 + 8) * 2);
+  pool.poison(0x3c);
+  DeviceArray indices(4);
+  indices.poison(0);
+  DeviceArray rows(8 * 2 * 128 * 128 * 2);
+  rows.poison(0xff);
+  DeviceArray starts(16);
+  starts.poison(0);
+  auto rows_poisoned = [&] {
+    const std::vector<std::uint8_t> b = rows.download_as<std::uint8_t>(rows.bytes());
+    return std::all_of(b.begin(), b.end(), [](std::uint8_t x) { return x == 0xff; });
+  };
+
+  PrefillArgs misaligned = c.args();
+  misaligned.initial_state = TensorRef::contiguous(pool.data(), ElementType::bf16, {3, 2, 128, 128});
+  misaligned.initial_state.strides = {2 * 128 * 128 + 1, 128 * 128, 128, 1}; // a pitch of 2 bytes past 16
+  misaligned.ssm_state_indices = TensorRef::contiguous(indices.data(), ElementType::i32, {1});
+  CHECK_THROWS_WITH(recurrent_kda_prefill(misaligned), Catch::Contains("argument 'initial_state'") &&
+                                                           Catch::Contains("not a multiple of 16 bytes"));
+  check_untouched(c, state_before);
+
+  PrefillArgs overlapping = c.args();
+  overlapping.checkpoint_every_n_tokens = 32;
+  overlapping.state_checkpoints = TensorRef::contiguous(c.v.data(), ElementType::bf16, {2, 2, 128, 128});
+  overlapping.checkpoint_cu_starts = TensorRef::contiguous(starts.data(), ElementType::i64, {2});
+  CHECK_THROWS_WITH(recurrent_kda_prefill(overlapping), Catch::Contains("argument 'state_checkpoints'") &&
+                                                            Catch::Contains("overlaps input 'v'"));
+  check_untouched(c, state_before);
+
+  // a forced schedule whose chunk does not divide the interval is refused with the reason
+  PrefillArgs interval = c.args();
+  interval.checkpoint_every_n_tokens = 48;
+  interval.state_checkpoints = TensorRef::contiguous(rows.data(), ElementType::bf16, {8, 2, 128, 128});
+  interval.checkpoint_cu_starts = TensorRef::contiguous(starts.data(), ElementType::i64, {2});
+  PrefillOptions c32;
+  c32.schedule = "sm90_wgmma_c32";
+  CHECK_THROWS_WITH(recurrent_kda_prefill(interval, c32),
+                    Catch::Contains("checkpoint interval 48 is not a multiple of its chunk size 32"));
+  check_untouched(c, state_before);
+  CHECK(rows_poisoned());
+
+  // through the C API: its new fields reach the checks (seq_order needs packed input)
+  kda_prefill_args ca;
+  kda_prefill_args_init(&ca);
+  auto c_tensor = [](const TensorRef& t, kda_dtype dtype) {
+    kda_tensor out{};
+    out.data = t.data;
+    out.dtype = dtype;
+    out.rank = static_cast<std::int32_t>(t.shape.size());
+    for (std::size_t i = 0; i < t.shape.size(); ++i) {
+      out.shape[i] = t.shape[i];
+    }
+    return out;
+  };
+  const PrefillArgs a = c.args();
+  ca.q = c_tensor(a.q, KDA_BF16);
+  ca.k = c_tensor(a.k, KDA_BF16);
+  ca.v = c_tensor(a.v, KDA_BF16);
+  ca.g = c_tensor(a.g, KDA_BF16);
+  ca.beta = c_tensor(a.beta, KDA_BF16);
+  ca.a_log = c_tensor(a.a_log, KDA_FP32);
+  ca.dt_bias = c_tensor(a.dt_bias, KDA_FP32);
+  ca.initial_state = c_tensor(a.initial_state, KDA_BF16);
+  ca.out = c_tensor(a.out, KDA_BF16);
+  ca.seq_order = c_tensor(TensorRef::contiguous(indices.data(), ElementType::i32, {1}), KDA_INT32);
+  CHECK(kda_recurrent_prefill(&ca, nullptr, nullptr, nullptr, nullptr) == KDA_ERROR_TENSOR);
+  CHECK_THAT(std::string(kda_last_error()), Catch::Contains("argument 'seq_order': is for packed input"));
+  check_untouched(c, state_before);
+}
+
+// seq_order is read on the device, never on the host (a caller contract): an
+// order that names sequence 0 twice and sequence 2 never leaves sequence 2's
+// output rows as they were, which shows the kernels take the caller's order.
+TEST_CASE("gpu: the kernels take the sequences in the caller's seq_order", "[gpu][runtime][contract]") {
+  Call c(96, 2); // packed: sequences of 32, 32, 32 tokens
+  const std::vector<std::int64_t> offsets = {0, 32, 64, 96};
+  DeviceArray cu = DeviceArray::from(offsets);
+  const std::vector<std::int32_t> order = {0, 0, 1};
+  DeviceArray seq_order = DeviceArray::from(order);
+  for (const char* schedule : {"sm90_wgmma_c32", "portable_c16"}) {
+    INFO(schedule);
+    c.out.poison(0xff);
+    PrefillArgs a = c.args();
+    a.initial_state = TensorRef(); // no state (Call's holds one sequence's)
+    a.cu_seqlens = TensorRef::contiguous(cu.data(), ElementType::i64, {4});
+    a.seq_order = TensorRef::contiguous(seq_order.data(), ElementType::i32, {3});
+    PrefillOptions options;
+    options.schedule = schedule;
+    recurrent_kda_prefill(a, options);
+    const std::vector<std::uint16_t> out = c.out.download_as<std::uint16_t>(96 * 2 * 128);
+    auto poisoned_rows = [&](std::size_t begin, std::size_t end) {
+      std::size_t n = 0;
+      for (std::size_t i = begin * 2 * 128; i < end * 2 * 128; ++i) {
+        n += out[i] == 0xffff ? 1 : 0;
+      }
+      return n;
+    };
+    CHECK(poisoned_rows(0, 64) == 0);               // sequences 0 and 1 computed
+    CHECK(poisoned_rows(64, 96) == 32 * 2 * 128);   // sequence 2 never taken
+  }
 }

@@ -3,10 +3,14 @@
 // deadlock-freedom conditions, the per-quadrant register fit, the lead of the
 // throughput model, and the grid limits.
 #include "runtime/prepare_overlap.hpp"
+#include "runtime/stream_workspace.hpp"
+
+#include <cuda.h>
 
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <thread>
 
 using namespace kda;
 using Catch::Matchers::Contains;
@@ -98,4 +102,23 @@ TEST_CASE("prepare overlap: refused where it could deadlock or has nothing to ov
   CHECK_FALSE(small_call.overlap);
   CHECK_THAT(small_call.reason, Contains("12.0 us of prepare off the critical path"));
   CHECK(decide_prepare_overlap(k_model, h200(1, 16, 128)).overlap);
+}
+
+TEST_CASE("stream scratch: per-thread default streams are kept apart, legacy spellings together",
+          "[runtime][threads][contract]") {
+  void* const context = reinterpret_cast<void*>(0x1000);
+  const StreamScratchKey here = stream_scratch_key(context, CU_STREAM_PER_THREAD);
+  StreamScratchKey there;
+  std::thread([&] { there = stream_scratch_key(context, CU_STREAM_PER_THREAD); }).join();
+  CHECK(here.thread != 0);
+  CHECK(here != there); // another thread's per-thread stream is another stream
+  CHECK(stream_scratch_key(context, CU_STREAM_PER_THREAD) == here);
+  CHECK(stream_scratch_key(context, nullptr) == stream_scratch_key(context, CU_STREAM_LEGACY));
+  CHECK(stream_scratch_key(context, nullptr).thread == 0);
+  StreamScratchKey legacy_elsewhere;
+  std::thread([&] { legacy_elsewhere = stream_scratch_key(context, nullptr); }).join();
+  CHECK(legacy_elsewhere == stream_scratch_key(context, nullptr)); // one stream for every thread
+  void* const stream = reinterpret_cast<void*>(0x5000);
+  CHECK(stream_scratch_key(context, stream).stream == stream);
+  CHECK(stream_scratch_key(reinterpret_cast<void*>(0x2000), stream) != stream_scratch_key(context, stream));
 }

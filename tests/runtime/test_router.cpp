@@ -12,6 +12,7 @@
 #include "test_support.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 using namespace kda;
 using Catch::Contains;
@@ -384,4 +385,55 @@ TEST_CASE("router: the seed's Blackwell variant table picks M64 for few pairs an
         "sm_100a");
   // not shipped: without the file a B200 routes to portable_c16
   CHECK(TuningTable::shipped().lookup("cc10.0-sm148", ShapeClass::few) == std::nullopt);
+}
+
+TEST_CASE("router: state pools, seq_order and checkpoints need a schedule that offers them", "[runtime][router][contract]") {
+  nlohmann::json doc = test::shipped_schedule_json("portable_c16");
+  doc["eligibility"]["state_pool"] = false;
+  doc["eligibility"]["seq_order"] = false;
+  doc["eligibility"]["checkpoints"] = false;
+  const Schedule plain = parse_schedule(doc, "plain.json");
+  const Target sm90 = test::target_named("sm_90");
+  ProblemShape pool = problem(LayoutKind::packed, true);
+  pool.state_pool = true;
+  CHECK(ineligibility(plain, sm90, pool) == "state pools (ssm_state_indices) are not supported");
+  CHECK(ineligibility(shipped("portable_c16"), sm90, pool).empty());
+  ProblemShape order = problem(LayoutKind::packed);
+  order.seq_order = true;
+  CHECK(ineligibility(plain, sm90, order) == "seq_order is not supported");
+  CHECK(ineligibility(shipped("portable_c16"), sm90, order).empty());
+  ProblemShape checkpoints = problem(LayoutKind::packed);
+  checkpoints.checkpoint_interval = 32;
+  CHECK(ineligibility(plain, sm90, checkpoints) == "native checkpoints are not supported");
+  CHECK(ineligibility(shipped("portable_c16"), sm90, checkpoints).empty());
+}
+
+TEST_CASE("router: a checkpoint interval the chunk size does not divide makes a schedule ineligible",
+          "[runtime][router][contract]") {
+  const DeviceDescription h200 = device(9, 0);
+  const Target sm90a = test::target_named("sm_90a");
+  for (const std::int64_t every : {16, 32, 48, 64}) {
+    ProblemShape p = problem(LayoutKind::packed, true);
+    p.checkpoint_interval = every;
+    INFO("every " << every);
+    const std::string why = ineligibility(shipped("sm90_wgmma_c32"), sm90a, p);
+    CHECK(why == (every % 32 == 0 ? std::string() : fmt::format("checkpoint interval {} is not a multiple of its "
+                                                                 "chunk size 32",
+                                                                 every)));
+    CHECK(ineligibility(shipped("sm90_wgmma_c16"), sm90a, p).empty());
+    // routing picks a schedule whose chunk divides the interval, and compiles checkpoints in
+    const RouteDecision r = route(shipped_schedules(), h200, p, RouteRequest{});
+    CHECK(every % r.schedule->chunk_size == 0);
+    CHECK(r.shape.checkpoints);
+    CHECK(r.shape.canonical() == "d128.in_bf16.state_bf16.packed.checkpoints");
+  }
+  // an explicit request for a schedule that cannot take the interval is refused
+  ProblemShape p = problem(LayoutKind::packed, true);
+  p.checkpoint_interval = 48;
+  RouteRequest explicit_c32;
+  explicit_c32.schedule = "sm90_wgmma_c32";
+  CHECK_THAT(route_refusal(shipped_schedules(), h200, p, explicit_c32),
+             Contains("sm90_wgmma_c32: not eligible: checkpoint interval 48 is not a multiple of its chunk size 32"));
+  // without checkpoints the shape key has none
+  CHECK_FALSE(route(shipped_schedules(), h200, problem(LayoutKind::packed, true), RouteRequest{}).shape.checkpoints);
 }

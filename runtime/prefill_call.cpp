@@ -1,0 +1,376 @@
+#include "runtime/prefill_call.hpp"
+
+#include "compiler/errors.hpp"
+#include "compiler/exponent_range.hpp"
+#include "compiler/schedule_library.hpp"
+#include "runtime/arg_pack.hpp"
+#include "runtime/check_args.hpp"
+#include "runtime/context.hpp"
+#include "runtime/cuda_driver.hpp"
+#include "runtime/device_info.hpp"
+#include "runtime/kernel_registry.hpp"
+#include "runtime/nvrtc_compiler.hpp"
+#include "runtime/overlap_streams.hpp"
+#include "runtime/prepare_overlap.hpp"
+#include "runtime/router.hpp"
+#include "runtime/stream_workspace.hpp"
+#include "runtime/tensor_map_encoder.hpp"
+#include "runtime/tuning_table.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+namespace kda {
+namespace {
+
+const KnownDevice& describe_current_device() {
+  static std::mutex mutex;
+  static std::map<CUdevice, KnownDevice> known;
+  const CUdevice device = runtime::current_device();
+  std::lock_guard lock(mutex);
+  auto it = known.find(device);
+  if (it == known.end()) {
+    KnownDevice k;
+    k.info = runtime::current_device_info();
+    k.description.cc_major = k.info.cc_major;
+    k.description.cc_minor = k.info.cc_minor;
+    k.description.sm_count = k.info.sm_count;
+    try {
+      const runtime::NvrtcVersion nvrtc = runtime::NvrtcCompiler().version();
+      k.description.nvrtc_major = nvrtc.major;
+      k.description.nvrtc_minor = nvrtc.minor;
+    } catch (const ToolchainError&) {
+      // no NVRTC (a bundle-only deployment): route as the toolkit this was built with would
+      k.description.nvrtc_major = CUDA_VERSION / 1000;
+      k.description.nvrtc_minor = (CUDA_VERSION % 1000) / 10;
+    }
+    it = known.emplace(device, std::move(k)).first;
+  }
+  return it->second; // std::map nodes are stable
+}
+
+// The measured kernel-choice table, read once per process.
+const TuningTable& tuning_table() {
+  static const TuningTable k_table = [] {
+    const std::optional<std::string> path =
+        tuning_table_path(KernelRegistry::instance().disk_cache().config().root);
+    return routing_tuning_table(path);
+  }();
+  return k_table;
+}
+
+// Route decisions are memoised by what decides them (a tuple, not a
+// formatted string: this runs on every call's dispatch path).
+using RouteMemoKey = std::tuple<int, int, int, int, int, int, int, bool, std::int64_t, std::string, double,
+                                std::string, int, int, bool, bool, std::int64_t>;
+
+const RouteDecision& route_memo(const DeviceDescription& d, const ProblemShape& p, const PrefillOptions& options) {
+  static std::mutex mutex;
+  static std::map<RouteMemoKey, RouteDecision> memo;
+  const ShapeClass shape = shape_class(static_cast<std::int64_t>(p.num_seqs) * p.heads, d.sm_count);
+  RouteMemoKey key{d.cc_major,
+                   d.cc_minor,
+                   d.sm_count,
+                   d.nvrtc_major,
+                   d.nvrtc_minor,
+                   static_cast<int>(p.layout),
+                   static_cast<int>(p.state_dtype),
+                   p.state_in || p.state_out,
+                   p.heads,
+                   options.schedule.value_or(""),
+                   p.lower_bound.value_or(0.0),
+                   options.target.value_or(""),
+                   static_cast<int>(shape),
+                   options.family ? static_cast<int>(*options.family) : -1,
+                   p.state_pool,
+                   p.seq_order,
+                   p.checkpoint_interval};
+  std::lock_guard lock(mutex);
+  auto it = memo.find(key);
+  if (it == memo.end()) {
+    it = memo.emplace(std::move(key),
+                      route(shipped_schedules(), d, p,
+                            RouteRequest{options.schedule, options.family, &tuning_table(), options.target}))
+             .first;
+  }
+  return it->second;
+}
+
+runtime::Dim3 grid_of(const EntryPlan& e, const ProblemShape& p, const KernelPlan& plan) {
+  const std::int64_t chunk = plan.tiles.chunk_size;
+  switch (e.launch.grid) {
+  case GridRule::single_block:
+    return {1, 1, 1};
+  case GridRule::chunks_by_heads: {
+    const std::int64_t chunks = p.layout == LayoutKind::fixed ? p.num_seqs * ((p.seq_len + chunk - 1) / chunk)
+                                                              : p.total_tokens / chunk + p.num_seqs;
+    const std::int64_t per_cta = e.launch.chunks_per_cta;
+    return {static_cast<unsigned>((chunks + per_cta - 1) / per_cta), static_cast<unsigned>(p.heads), 1};
+  }
+  case GridRule::sequences_by_heads:
+    return {static_cast<unsigned>(p.num_seqs), static_cast<unsigned>(p.heads * (128 / plan.tiles.m_tile)), 1};
+  }
+  return {1, 1, 1};
+}
+
+// Records of the workspace: an upper bound of the chunks of all sequences x heads.
+std::int64_t workspace_records(const KernelPlan& plan, const ProblemShape& p) {
+  const std::int64_t chunk = plan.tiles.chunk_size;
+  const std::int64_t chunks = p.layout == LayoutKind::fixed ? p.num_seqs * ((p.seq_len + chunk - 1) / chunk)
+                                                            : p.total_tokens / chunk + p.num_seqs;
+  return chunks * p.heads;
+}
+
+// The sequence table at the workspace's start: chunk offsets (N + 1 int32)
+// and the packed layout's sequence order (N int32, common/sequences),
+// rounded up to 256 bytes.
+std::int64_t sequence_table_bytes(const ProblemShape& p) {
+  const std::int64_t bytes = (2 * static_cast<std::int64_t>(p.num_seqs) + 1) * 4;
+  return (bytes + 255) / 256 * 256;
+}
+
+// The TMA tensor maps of a plan that loads whole chunks with TMA
+// (KernelPlan::tile_tensor_maps): each token tensor as [tokens][heads][128]
+// bf16 rows, encoded by the driver per call (the addresses change). No
+// tokens: zero maps, never read.
+void set_tile_tensor_maps(const TileTensorMapPlan& maps, const KernelPlan& plan, const ProblemShape& p,
+                          const PrefillArgs& args, ArgValues& values) {
+  for (const std::string& tensor : maps.tensors) {
+    const std::string name = "tma_" + tensor;
+    const TensorRef* ref = tensor == "q" ? &args.q : tensor == "k" ? &args.k : tensor == "g" ? &args.g
+                         : tensor == "v" ? &args.v : nullptr;
+    if (ref == nullptr) {
+      throw InternalError(fmt::format("plan {} asks for a tensor map of '{}', which no argument is", plan.schedule_name,
+                                      tensor));
+    }
+    if (p.total_tokens == 0) {
+      values.set(name, TensorMapValue{});
+      continue;
+    }
+    const TensorMapRequest r = swizzled_rows_tensor_map(
+        reinterpret_cast<std::uint64_t>(ref->data), TmaDataType::bf16, static_cast<std::uint64_t>(p.total_tokens),
+        static_cast<std::uint64_t>(p.heads), static_cast<std::uint32_t>(plan.tiles.head_dim),
+        static_cast<std::uint32_t>(maps.box_cols), static_cast<std::uint32_t>(maps.box_rows));
+    values.set(name, runtime::encode_tensor_map(r, name));
+  }
+}
+
+const EntryPlan* entry_with_role(const KernelPlan& plan, KernelRole role) {
+  for (const EntryPlan& e : plan.entries) {
+    if (e.role == role) {
+      return &e;
+    }
+  }
+  return nullptr;
+}
+
+KernelFootprint footprint_of(const EntryPlan& e, const runtime::LoadedModule& module) {
+  const runtime::FunctionAttributes& a = module.function(e.entry_name).attributes;
+  return {e.launch.threads, a.num_regs, a.shared_size_bytes + e.launch.dynamic_smem};
+}
+
+// A packed call's chunk_offsets kernel writes the sequence table; with at most
+// k_warp_table_max_sequences sequences the kernels derive it in a warp
+// (common/sequences) and the launch is skipped.
+bool launches(const EntryPlan& e, const ProblemShape& p) {
+  return e.role != KernelRole::sequence_table || p.num_seqs > k_warp_table_max_sequences;
+}
+
+// Every entry of a plan takes the same parameter struct (the plan's ABI), so
+// a call packs it once per set of values and launches each entry with it.
+// `order`: programmatic only where the kernel before it on `stream` is this
+// call's (the sequential path) and the plan asks for it.
+void launch_entry(const runtime::LoadedModule& module, const EntryPlan& e, runtime::Dim3 grid,
+                  std::vector<std::uint8_t>& params, CUstream stream,
+                  runtime::StreamOrder order = runtime::StreamOrder::serialized) {
+  void* kernel_args[] = {params.data()};
+  runtime::launch(module.function(e.entry_name).function, grid, {static_cast<unsigned>(e.launch.threads), 1, 1},
+                  static_cast<unsigned>(e.launch.dynamic_smem), stream, kernel_args, order);
+}
+
+
+} // namespace
+
+std::optional<int> device_of_pointer(const void* p) {
+  int ordinal = -1;
+  const CUresult r = runtime::driver_api().cuPointerGetAttribute(
+      &ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, reinterpret_cast<CUdeviceptr>(p));
+  // Unregistered host memory has no device ordinal (the query fails); pinned
+  // or managed memory reports the device that can access it, which the
+  // kernels can read.
+  if (r != CUDA_SUCCESS || ordinal < 0) {
+    return std::nullopt;
+  }
+  return ordinal;
+}
+
+// Per device: what the router and the launcher need (queried once).
+CallSetup set_up_call(const PrefillArgs& args, const PrefillOptions& options) {
+  runtime::ensure_current_context();
+  CallSetup s;
+  s.device = &describe_current_device();
+  s.problem = check_prefill_args(args, s.device->info.ordinal, device_of_pointer);
+  s.route = &route_memo(s.device->description, s.problem, options);
+  return s;
+}
+
+// The sequence table, the records, then per-CTA scratch of the recurrent grid
+// (sequences x heads x row blocks: the tcgen05 proxy's TMEM images).
+std::int64_t call_workspace_bytes(const KernelPlan& plan, const ProblemShape& p) {
+  const std::int64_t ctas = static_cast<std::int64_t>(p.num_seqs) * p.heads * (128 / plan.tiles.m_tile);
+  return sequence_table_bytes(p) + workspace_records(plan, p) * plan.workspace.record_bytes +
+         ctas * plan.workspace.cta_scratch_bytes;
+}
+
+OverlapDecision decide_overlap(const KernelPlan& plan, const runtime::LoadedModule& module, const CallSetup& s,
+                               const PrefillArgs& args, const PrefillOptions& options) {
+  const ProblemShape& p = s.problem;
+  const EntryPlan* prepare = entry_with_role(plan, KernelRole::prepare);
+  const EntryPlan* recurrence = entry_with_role(plan, KernelRole::recurrence);
+  if (!plan.prepare_overlap || prepare == nullptr || recurrence == nullptr) {
+    OverlapDecision none;
+    none.reason = "the schedule has no prepare_overlap";
+    return none;
+  }
+  const runtime::DeviceInfo& d = s.device->info;
+  const std::int64_t chunk = plan.tiles.chunk_size;
+  const std::int64_t sequences = p.num_seqs;
+  OverlapRequest r;
+  r.sm_count = d.sm_count;
+  r.sm = {d.smem_per_sm, d.reserved_smem_per_block, d.registers_per_sm, d.max_threads_per_sm};
+  r.prepare = footprint_of(*prepare, module);
+  r.recurrence = footprint_of(*recurrence, module);
+  r.pairs = sequences * p.heads;
+  r.heads = p.heads;
+  r.sequences = sequences;
+  r.recurrence_ctas = r.pairs * (128 / plan.tiles.m_tile);
+  if (p.layout == LayoutKind::fixed) {
+    r.chunks_per_sequence = (p.seq_len + chunk - 1) / chunk;
+    r.chunk_grid_extent = r.chunks_per_sequence;
+  } else {
+    r.chunks_per_sequence = sequences > 0 ? (p.total_tokens + chunk * sequences - 1) / (chunk * sequences) : 0;
+    r.chunk_grid_extent = (p.total_tokens + chunk - 1) / chunk;
+  }
+  r.allowed = options.prepare_overlap;
+  r.capturing = false; // an eager call during capture is refused before this, a planned run never overlaps
+  if (r.pairs == 0 || r.chunk_grid_extent == 0) {
+    OverlapDecision none;
+    none.reason = "off: no chunks";
+    return none;
+  }
+  OverlapDecision decision = decide_prepare_overlap(*plan.prepare_overlap, r);
+  // Measurement aid (docs/runtime.md): KDAJIT_PREPARE_LEAD=F replaces the
+  // model's lead by F x the chunks per sequence (timing only, same results);
+  // read once per process, not on every call's dispatch path.
+  static const std::optional<double> k_lead_fraction = []() -> std::optional<double> {
+    const char* lead = std::getenv("KDAJIT_PREPARE_LEAD");
+    return lead != nullptr ? std::optional<double>(std::clamp(std::atof(lead), 0.0, 1.0)) : std::nullopt;
+  }();
+  if (decision.overlap && k_lead_fraction) {
+    const double fraction = *k_lead_fraction;
+    decision.lead_chunks = std::clamp<std::int64_t>(static_cast<std::int64_t>(fraction * r.chunk_grid_extent), 1,
+                                             r.chunk_grid_extent - 1);
+    decision.reason += fmt::format(" (lead {} from KDAJIT_PREPARE_LEAD)", decision.lead_chunks);
+  }
+  return decision;
+}
+
+// The overlapped launch (runtime/prepare_overlap.hpp): chunk offsets and the
+// leading prepare kernel on the caller's stream; the recurrence on the
+// context's high-priority lane, forked after the leading prepare; the rest of
+// the chunks prepared beside it; the caller's stream joined to the lane.
+void launch_overlapped(const KernelPlan& plan, const runtime::LoadedModule& module, const ProblemShape& p,
+                       const OverlapDecision& decision, ArgValues values, CUstream stream, StreamLease& scratch) {
+  const EntryPlan* prepare = entry_with_role(plan, KernelRole::prepare);
+  const EntryPlan* recurrence = entry_with_role(plan, KernelRole::recurrence);
+  const ReadyFlags flags = scratch.ready_flags(workspace_records(plan, p));
+  values.set("ready_flags", static_cast<const void*>(flags.flags));
+  values.set("ready_epoch", static_cast<std::int32_t>(flags.epoch));
+  values.set("chunk_major", std::int32_t{1});
+  values.set("chunk_begin", std::int32_t{0});
+  std::vector<std::uint8_t> params = pack_args(plan.abi, values);
+  for (const EntryPlan& e : plan.entries) {
+    if (e.role == KernelRole::sequence_table && launches(e, p)) {
+      launch_entry(module, e, grid_of(e, p, plan), params, stream);
+    }
+  }
+  auto prepare_grid = [&](std::int64_t count) {
+    return runtime::Dim3{static_cast<unsigned>(p.heads), static_cast<unsigned>(p.num_seqs),
+                         static_cast<unsigned>(count)};
+  };
+  launch_entry(module, *prepare, prepare_grid(decision.lead_chunks), params, stream);
+  OverlapLane lane = acquire_overlap_lane();
+  KDA_CU(cuEventRecord, lane.prepared, stream);
+  // The rest of the chunks are enqueued before the recurrence that waits for
+  // them, and nothing orders them after it: where kernels run one at a time
+  // (CUDA_LAUNCH_BLOCKING, a sanitizer) every flag is set before the
+  // recurrence starts; otherwise both start when the leading prepare ends.
+  values.set("chunk_begin", static_cast<std::int32_t>(decision.lead_chunks));
+  params = pack_args(plan.abi, values);
+  launch_entry(module, *prepare, prepare_grid(decision.chunk_extent - decision.lead_chunks), params, stream);
+  KDA_CU(cuStreamWaitEvent, lane.side, lane.prepared, 0u);
+  launch_entry(module, *recurrence, grid_of(*recurrence, p, plan), params, lane.side);
+  KDA_CU(cuEventRecord, lane.finished, lane.side);
+  KDA_CU(cuStreamWaitEvent, stream, lane.finished, 0u);
+}
+
+CallKernel prepare_call_kernel(const CallSetup& s, double lower_bound) {
+  // lower_bound is checked against the chosen schedule before anything is compiled.
+  const Schedule& schedule = *s.route->schedule;
+  check_lower_bound(lower_bound, schedule.eligibility.lower_bound.min, schedule.eligibility.lower_bound.max,
+                    safe_lower_bound_magnitude(schedule.chunk_size, schedule.exponent_anchor), schedule.name);
+  CallKernel k;
+  k.kernel = KernelRegistry::instance().prepare(schedule, s.route->target, s.route->shape);
+  k.module = &KernelRegistry::instance().module_for(*k.kernel);
+  return k;
+}
+
+ArgValues call_values(const KernelPlan& plan, const ProblemShape& p, const PrefillArgs& args, const CallBuffers& b) {
+  ArgValues values;
+  values.set("q", args.q.data).set("k", args.k.data).set("v", args.v.data).set("g", args.g.data);
+  values.set("beta", args.beta.data).set("a_log", args.a_log.data).set("dt_bias", args.dt_bias.data);
+  values.set("out", b.out);
+  values.set("state_in", b.state_in).set("state_out", static_cast<const void*>(b.state_out));
+  values.set("cu_seqlens", args.cu_seqlens.data);
+  values.set("chunk_offsets", static_cast<const void*>(b.workspace));
+  values.set("workspace", static_cast<const void*>(b.workspace + sequence_table_bytes(p)));
+  values.set("beta_token_stride", p.beta_token_stride).set("seq_len", p.seq_len).set("total_tokens", p.total_tokens);
+  values.set("num_seqs", static_cast<std::int32_t>(p.num_seqs)).set("heads", static_cast<std::int32_t>(p.heads));
+  values.set("offsets_i64", static_cast<std::int32_t>(p.offsets_i64 ? 1 : 0));
+  values.set("scale", static_cast<float>(args.scale));
+  values.set("gate_scale", static_cast<float>(args.lower_bound * k_log2e));
+  values.set("ready_flags", static_cast<const void*>(nullptr)).set("ready_epoch", std::int32_t{0});
+  values.set("chunk_begin", std::int32_t{0}).set("chunk_major", std::int32_t{0});
+  values.set("state_indices", args.ssm_state_indices.data).set("state_slot_stride", p.state_slot_stride);
+  values.set("seq_order", args.seq_order.data);
+  values.set("checkpoints", args.state_checkpoints.data).set("checkpoint_starts", args.checkpoint_cu_starts.data);
+  values.set("checkpoint_chunks", static_cast<std::int32_t>(p.checkpoint_interval / plan.tiles.chunk_size));
+  if (plan.tile_tensor_maps) {
+    set_tile_tensor_maps(*plan.tile_tensor_maps, plan, p, args, values);
+  }
+  return values;
+}
+
+void launch_sequential(const KernelPlan& plan, const runtime::LoadedModule& module, const ProblemShape& p,
+                       const ArgValues& values, CUstream stream) {
+  std::vector<std::uint8_t> params = pack_args(plan.abi, values);
+  bool first = true;
+  for (const EntryPlan& e : plan.entries) {
+    if (launches(e, p)) {
+      // a kernel that starts early never does so as the call's first one (the
+      // kernel before it would be the caller's)
+      const bool early = e.launch.programmatic && !first;
+      launch_entry(module, e, grid_of(e, p, plan), params, stream,
+                   early ? runtime::StreamOrder::programmatic : runtime::StreamOrder::serialized);
+      first = false;
+    }
+  }
+}
+
+} // namespace kda

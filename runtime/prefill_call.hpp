@@ -1,0 +1,81 @@
+/// \file
+/// The steps of one prefill call shared by the eager API (prefill.cpp) and
+/// planned runs (prefill_plan.cpp): the device and route (memoised), the
+/// prepared kernel, the workspace layout, the kernel argument values, and the
+/// launches. Internal: not part of the public API.
+#pragma once
+
+#include "compiler/kernel_plan.hpp"
+#include "runtime/arg_pack.hpp"
+#include "runtime/check_args.hpp"
+#include "runtime/device_info.hpp"
+#include "runtime/kernel_registry.hpp"
+#include "runtime/prefill_args.hpp"
+#include "runtime/prepare_overlap.hpp"
+#include "runtime/router.hpp"
+#include "runtime/stream_workspace.hpp"
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+namespace kda {
+
+struct KnownDevice {
+  runtime::DeviceInfo info;
+  DeviceDescription description;
+};
+
+struct CallSetup {
+  ProblemShape problem;
+  const RouteDecision* route = nullptr; ///< memoised (route_memo): never copied per call
+  const KnownDevice* device = nullptr;
+};
+
+/// The device ordinal of a device pointer (cuPointerGetAttribute), nothing
+/// for host or unknown memory.
+std::optional<int> device_of_pointer(const void* p);
+
+/// Checks the arguments (TensorError) and routes them on the current device.
+CallSetup set_up_call(const PrefillArgs& args, const PrefillOptions& options);
+
+/// The routed schedule's kernel, compiled or found, and its module loaded in
+/// the current context; lower_bound checked against the schedule first.
+struct CallKernel {
+  std::shared_ptr<const PreparedKernel> kernel;
+  const runtime::LoadedModule* module = nullptr;
+  const KernelPlan& plan() const { return kernel->plan; }
+};
+CallKernel prepare_call_kernel(const CallSetup& setup, double lower_bound);
+
+/// Bytes of the workspace a call of `p` needs: the sequence table, the
+/// records, the per-CTA scratch.
+std::int64_t call_workspace_bytes(const KernelPlan& plan, const ProblemShape& p);
+
+/// Where a call's results go and its workspace.
+struct CallBuffers {
+  const void* out = nullptr;
+  const void* state_in = nullptr;
+  void* state_out = nullptr;
+  std::uint8_t* workspace = nullptr;
+};
+
+/// Every argument value of the plan's ABI for this call (the sequential
+/// path's: no ready flags).
+ArgValues call_values(const KernelPlan& plan, const ProblemShape& p, const PrefillArgs& args, const CallBuffers& buffers);
+
+/// The plan's entries one after the other on `stream`.
+void launch_sequential(const KernelPlan& plan, const runtime::LoadedModule& module, const ProblemShape& p,
+                       const ArgValues& values, CUstream stream);
+
+/// Whether and how the prepare kernel runs beside the recurrence.
+OverlapDecision decide_overlap(const KernelPlan& plan, const runtime::LoadedModule& module, const CallSetup& s,
+                               const PrefillArgs& args, const PrefillOptions& options);
+
+/// The overlapped launch (runtime/prepare_overlap.hpp), with the stream's ready flags.
+void launch_overlapped(const KernelPlan& plan, const runtime::LoadedModule& module, const ProblemShape& p,
+                       const OverlapDecision& decision, ArgValues values, CUstream stream, StreamLease& scratch);
+
+} // namespace kda

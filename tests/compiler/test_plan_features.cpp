@@ -1,0 +1,94 @@
+// Caller features as plan data (issue 21, item 0): the family's generator
+// implements them, the schedule's eligibility offers them, lower() keeps what
+// both grant; checkpoints are compiled in only through the shape key.
+#include "compiler/emit/emit_cuda.hpp"
+#include "compiler/errors.hpp"
+#include "compiler/lower.hpp"
+#include "compiler/lower/family_recipe.hpp"
+#include "compiler/validated_schedule.hpp"
+#include "schedule_fixtures.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace kda;
+using Catch::Contains;
+
+namespace {
+
+ShapeKey with_checkpoints(LayoutKind layout) {
+  ShapeKey k;
+  k.layout = layout;
+  k.checkpoints = true;
+  return k;
+}
+
+std::string lowering_error(const Schedule& s, const std::string& target, const ShapeKey& shape) {
+  try {
+    lower(validate(s, test::target_named(target)), shape);
+  } catch (const ScheduleError& e) {
+    return e.what();
+  }
+  return "lowered";
+}
+
+} // namespace
+
+TEST_CASE("plan features: every family that has a generator implements pools, seq_order and checkpoints",
+          "[compiler][lower][contract]") {
+  for (const FamilyRecipe& r : all_family_recipes()) {
+    INFO(r.name);
+    CHECK(r.features.state_pool);
+    CHECK(r.features.seq_order);
+    CHECK(r.features.checkpoints);
+  }
+  for (const char* name : {"portable_c16", "sm90_wgmma_c16", "sm90_wgmma_c32", "sm100_m128_c32"}) {
+    const KernelPlan plan = test::lower_shipped(name, std::string(name).starts_with("sm100") ? "sm_100a"
+                                                       : std::string(name).starts_with("sm90") ? "sm_90a"
+                                                                                                : "sm_90",
+                                                LayoutKind::packed);
+    INFO(name);
+    CHECK(plan.features.state_pool);
+    CHECK(plan.features.seq_order);
+    CHECK_FALSE(plan.features.checkpoints); // not compiled in without the shape key
+    for (const char* field : {"state_indices", "state_slot_stride", "seq_order", "checkpoints", "checkpoint_starts",
+                              "checkpoint_chunks"}) {
+      CHECK(plan.abi.find(field) != nullptr);
+    }
+  }
+}
+
+TEST_CASE("plan features: checkpoints are compiled in only through the shape key", "[compiler][lower][emit][contract]") {
+  const Schedule& s = test::shipped_schedule("sm90_wgmma_c32");
+  const KernelPlan plain = lower(validate(s, test::target_named("sm_90a")), ShapeKey{});
+  const KernelPlan checkpointed = lower(validate(s, test::target_named("sm_90a")), with_checkpoints(LayoutKind::fixed));
+  CHECK(checkpointed.features.checkpoints);
+  CHECK(checkpointed.shape.canonical() == "d128.in_bf16.state_bf16.fixed.checkpoints");
+  const std::string a = emit_cuda(plain).text;
+  const std::string b = emit_cuda(checkpointed).text;
+  CHECK_THAT(a, Contains("constexpr int CHECKPOINTS = 0;"));
+  CHECK_THAT(b, Contains("constexpr int CHECKPOINTS = 1;"));
+}
+
+TEST_CASE("plan features: a schedule cannot offer what it does not, nor what its generator lacks",
+          "[compiler][lower][contract]") {
+  nlohmann::json doc = test::shipped_schedule_json("sm90_wgmma_c16");
+  doc["name"] = "no_checkpoints";
+  doc["eligibility"]["checkpoints"] = false;
+  const Schedule s = parse_schedule(doc, "no_checkpoints.json");
+  CHECK(lowering_error(s, "sm_90a", ShapeKey{}) == "lowered");
+  CHECK_THAT(lowering_error(s, "sm_90a", with_checkpoints(LayoutKind::packed)),
+             Contains("/eligibility/checkpoints: the shape key d128.in_bf16.state_bf16.packed.checkpoints compiles "
+                      "native checkpoints in, which schedule no_checkpoints does not offer"));
+}
+
+TEST_CASE("plan features: a schedule does not declare the generator's sequence-table kernel", "[compiler][validate]") {
+  nlohmann::json doc = test::shipped_schedule_json("portable_c16");
+  doc["kernels"][0]["role"] = "sequence_table";
+  const Schedule s = parse_schedule(doc, "declares_table.json");
+  try {
+    validate(s, test::target_named("sm_90"));
+    FAIL("validated");
+  } catch (const ScheduleError& e) {
+    CHECK_THAT(e.what(), Contains("/kernels/0/role: 'sequence_table' is the generator's own kernel"));
+  }
+}

@@ -1,0 +1,150 @@
+// GPU tests of the serving-engine contract (issue 21; spec sections 1.4, 1.5
+// and 8): state pools, native checkpoints and the caller's seq_order through
+// the public API, for every family that runs here (wgmma, warp_mma) and the
+// tcgen05 plans through their sm_90a proxy, against the fp64 reference
+// (gpu_contract_case.hpp has the tolerances). scripts/gpu-tests.sh runs them.
+#include "gpu_contract_case.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <random>
+
+using namespace kda::test;
+using kda::reference::testing::ProblemSpec;
+
+namespace {
+
+ProblemSpec packed(std::vector<std::int64_t> lengths, std::int64_t heads) {
+  ProblemSpec s;
+  s.heads = heads;
+  s.seqlens = std::move(lengths);
+  for (std::int64_t l : s.seqlens) {
+    s.tokens += l;
+  }
+  return s;
+}
+
+ProblemSpec fixed(std::int64_t batch, std::int64_t tokens, std::int64_t heads) {
+  ProblemSpec s;
+  s.batch = batch;
+  s.tokens = tokens;
+  s.heads = heads;
+  return s;
+}
+
+ContractReport run(ContractCase c) {
+  const ContractReport r = run_contract_case(c);
+  WARN(c.label << ": " << r.schedule << " on " << r.target << ", worst rel RMS out " << r.worst_output_rel_rms
+               << " state " << r.worst_state_rel_rms << " checkpoints " << r.worst_checkpoint_rel_rms << " ("
+               << r.checkpoint_rows << " rows)");
+  return r;
+}
+
+// Lengths around the intervals: empty, shorter than, equal to and longer
+// than one interval of 16..64 tokens, and a long one.
+const std::vector<std::int64_t> k_lengths = {0, 5, 16, 17, 31, 32, 33, 48, 49, 64, 65, 96, 130, 0, 700};
+
+// The families that run on the H200, each forced (the routed choice is
+// sm90_wgmma_c32), and the tcgen05 plans through their sm_90a proxy.
+struct Design {
+  std::string schedule;
+  std::optional<std::string> target;
+};
+const std::vector<Design> k_designs = {{"sm90_wgmma_c32", std::nullopt},  {"sm90_wgmma_c16", std::nullopt},
+                                       {"portable_c16", std::nullopt},    {"sm100_m128_c32", "sm_90a_proxy"},
+                                       {"sm100_m64_c32", "sm_90a_proxy"}, {"sm100_n16_c16", "sm_90a_proxy"}};
+
+} // namespace
+
+TEST_CASE("gpu contract: state pools with more slots than sequences and a padded slot pitch", "[gpu][contract]") {
+  for (const Design& d : k_designs) {
+    ContractCase c;
+    c.schedule = d.schedule;
+    c.target = d.target;
+    c.label = d.schedule + ": packed 15 seqs H3 bf16 pool 40 slots, pitch + 8";
+    c.spec = packed(k_lengths, 3);
+    c.pool_slots = 40;
+    c.pool_pitch_pad = 8;
+    c.seed = 101;
+    run(c);
+    c.label = d.schedule + ": fixed B3 T200 H2 fp32 pool 7 slots, pitch + 4";
+    c.spec = fixed(3, 200, 2);
+    c.fp32_state = true;
+    c.pool_slots = 7;
+    c.pool_pitch_pad = 4;
+    c.seed = 102;
+    run(c);
+  }
+}
+
+TEST_CASE("gpu contract: native checkpoints every 16, 32, 48 and 64 tokens", "[gpu][contract]") {
+  // routed: an interval the chunk-32 schedule does not divide goes to a chunk-16 one
+  for (const std::int64_t every : {16, 32, 48, 64}) {
+    ContractCase c;
+    c.label = "routed: packed 15 seqs H2 bf16, every " + std::to_string(every);
+    c.spec = packed(k_lengths, 2);
+    c.checkpoint_every = every;
+    c.seed = 200 + static_cast<std::uint64_t>(every);
+    const ContractReport r = run(c);
+    CHECK((every % 32 == 0 ? r.schedule == "sm90_wgmma_c32" : r.schedule != "sm90_wgmma_c32"));
+    std::int64_t rows = 0;
+    for (std::int64_t l : k_lengths) {
+      rows += (l + every - 1) / every;
+    }
+    CHECK(r.checkpoint_rows == rows);
+  }
+  for (const Design& d : k_designs) {
+    const std::int64_t every = d.schedule.find("c32") != std::string::npos ? 32 : 16;
+    ContractCase c;
+    c.schedule = d.schedule;
+    c.target = d.target;
+    c.label = d.schedule + ": packed 15 seqs H2 fp32 pool, every " + std::to_string(every);
+    c.spec = packed(k_lengths, 2);
+    c.fp32_state = true;
+    c.pool_slots = 20;
+    c.checkpoint_every = every;
+    c.seed = 210;
+    run(c);
+    c.label = d.schedule + ": fixed B2 T100 H3 no initial state, every 64";
+    c.spec = fixed(2, 100, 3);
+    c.fp32_state = false;
+    c.initial_state = false;
+    c.pool_slots = 0;
+    c.checkpoint_every = 64;
+    c.seed = 211;
+    run(c);
+  }
+}
+
+TEST_CASE("gpu contract: results do not depend on seq_order (bit-identical)", "[gpu][contract]") {
+  // 15 sequences (the warp table) and 40 (the chunk_offsets kernel's table)
+  std::vector<std::int64_t> many = k_lengths;
+  std::mt19937_64 rng(301);
+  while (many.size() < 40) {
+    many.push_back(static_cast<std::int64_t>(rng() % 300));
+  }
+  for (const Design& d : k_designs) {
+    for (const std::vector<std::int64_t>* lengths : {&k_lengths, static_cast<const std::vector<std::int64_t>*>(&many)}) {
+      ContractCase c;
+      c.schedule = d.schedule;
+      c.target = d.target;
+      c.spec = packed(*lengths, 2);
+      c.pool_slots = static_cast<std::int64_t>(lengths->size()) + 3;
+      c.checkpoint_every = d.schedule.find("c32") != std::string::npos ? 64 : 48;
+      c.seed = 302;
+      const std::string what = d.schedule + ": packed " + std::to_string(lengths->size()) + " seqs H2";
+      c.label = what + ", longest first";
+      const ContractReport none = run(c);
+      c.label = what + ", seq_order A";
+      c.seq_order = random_order(static_cast<std::int64_t>(lengths->size()), 303);
+      const ContractReport a = run(c);
+      c.label = what + ", seq_order B (reversed A)";
+      std::reverse(c.seq_order.begin(), c.seq_order.end());
+      const ContractReport b = run(c);
+      INFO(what);
+      CHECK(a.hash == none.hash);
+      CHECK(b.hash == none.hash);
+    }
+  }
+}

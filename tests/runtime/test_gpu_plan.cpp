@@ -1,0 +1,246 @@
+// kda::PrefillPlan on the GPU (issue 21, item 4): a run gives the eager call's
+// bits; a captured run replayed 50 times with new input and metadata contents
+// at the same addresses gives, each time, the bits of an eager call on the
+// same inputs; what a plan or a capture must refuse is refused.
+#include "device_problem.hpp"
+#include "reference/reference_problem.hpp"
+#include "runtime/kda_c.h"
+
+#include "compiler/errors.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+using namespace kda;
+using namespace kda::test;
+using Catch::Contains;
+
+namespace {
+
+std::string refusal(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const TensorError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+struct Graph {
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  ~Graph() {
+    if (exec != nullptr) {
+      runtime::driver_api().cuGraphExecDestroy(exec);
+    }
+    if (graph != nullptr) {
+      runtime::driver_api().cuGraphDestroy(graph);
+    }
+  }
+};
+
+// N sequence lengths summing to `tokens`, random cuts (equal cuts: empty
+// sequences); the last `padding` sequences empty, as engines pad a batch.
+std::vector<std::int64_t> random_offsets(std::int64_t tokens, std::int64_t n, std::int64_t padding, std::mt19937_64& rng) {
+  std::vector<std::int64_t> cuts(static_cast<std::size_t>(n - padding - 1));
+  for (std::int64_t& c : cuts) {
+    c = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(tokens + 1));
+  }
+  std::sort(cuts.begin(), cuts.end());
+  std::vector<std::int64_t> offsets = {0};
+  offsets.insert(offsets.end(), cuts.begin(), cuts.end());
+  for (std::int64_t i = 0; i <= padding; ++i) {
+    offsets.push_back(tokens);
+  }
+  return offsets;
+}
+
+} // namespace
+
+TEST_CASE("gpu plan: run gives the eager call's bits; signature, workspace and capture refusals",
+          "[gpu][plan][contract]") {
+  DeviceProblem p(2, 600, 8, 1001);
+  const PrefillPlan plan(p.args(nullptr));
+  CHECK(plan.schedule() == "sm90_wgmma_c32");
+  REQUIRE(plan.workspace_bytes() > 0);
+  DeviceArray workspace(static_cast<std::size_t>(plan.workspace_bytes()));
+  p.reset();
+  recurrent_kda_prefill(p.args(nullptr));
+  const std::vector<std::uint8_t> eager = p.result();
+  p.reset();
+  plan.run(p.args(nullptr), workspace.data(), plan.workspace_bytes());
+  CHECK(p.result() == eager);
+
+  DeviceProblem other(2, 600, 4, 1002);
+  CHECK_THAT(refusal([&] { plan.run(other.args(nullptr), workspace.data(), plan.workspace_bytes()); }),
+             Contains("argument 'args': heads 4 differs from the plan's 8"));
+  PrefillArgs no_out = p.args(nullptr);
+  no_out.out = TensorRef();
+  CHECK_THAT(refusal([&] { plan.run(no_out, workspace.data(), plan.workspace_bytes()); }),
+             Contains("argument 'out': is required by PrefillPlan::run"));
+  CHECK_THAT(refusal([&] { plan.run(p.args(nullptr), workspace.data(), plan.workspace_bytes() - 16); }),
+             Contains("argument 'workspace'"));
+  CHECK_THAT(refusal([&] { plan.run(p.args(nullptr), p.q.data(), plan.workspace_bytes()); }),
+             Contains("overlap 'q'"));
+  {
+    const PrefillPlan second(p.args(nullptr));
+    CHECK_THAT(refusal([&] { second.run(p.args(nullptr), workspace.data(), plan.workspace_bytes()); }),
+               Contains("is bound to another live PrefillPlan"));
+  }
+  // the C API: create, size, run, destroy
+  {
+    kda_prefill_args c;
+    kda_prefill_args_init(&c);
+    const PrefillArgs a = p.args(nullptr);
+    auto t = [](const TensorRef& r, kda_dtype d) {
+      kda_tensor x{};
+      x.data = r.data;
+      x.dtype = d;
+      x.rank = static_cast<std::int32_t>(r.shape.size());
+      std::copy(r.shape.begin(), r.shape.end(), x.shape);
+      return x;
+    };
+    c.q = t(a.q, KDA_BF16);
+    c.k = t(a.k, KDA_BF16);
+    c.v = t(a.v, KDA_BF16);
+    c.g = t(a.g, KDA_BF16);
+    c.beta = t(a.beta, KDA_BF16);
+    c.a_log = t(a.a_log, KDA_FP32);
+    c.dt_bias = t(a.dt_bias, KDA_FP32);
+    c.initial_state = t(a.initial_state, KDA_BF16);
+    c.out = t(a.out, KDA_BF16);
+    kda_plan handle = nullptr;
+    REQUIRE(kda_plan_create(&c, &handle) == KDA_OK);
+    std::int64_t bytes = 0;
+    REQUIRE(kda_plan_workspace_bytes(handle, &bytes) == KDA_OK);
+    CHECK(bytes == plan.workspace_bytes());
+    DeviceArray c_workspace(static_cast<std::size_t>(bytes));
+    p.reset();
+    CHECK(kda_plan_run(handle, &c, c_workspace.data(), bytes) == KDA_OK);
+    CHECK(p.result() == eager);
+    CHECK(kda_plan_run(handle, &c, c_workspace.data(), 16) == KDA_ERROR_TENSOR);
+    CHECK_THAT(std::string(kda_last_error()), Contains("the plan needs"));
+    kda_plan_destroy(handle);
+  }
+  // an eager call during capture is refused, never silently degraded
+  Stream s;
+  KDA_CU(cuStreamBeginCapture, s.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  const std::string eager_in_capture = refusal([&] { recurrent_kda_prefill(p.args(s.s)); });
+  Graph discarded;
+  KDA_CU(cuStreamEndCapture, s.s, &discarded.graph);
+  CHECK_THAT(eager_in_capture, Contains("argument 'stream': is being captured into a CUDA graph"));
+}
+
+TEST_CASE("gpu plan: a captured run replayed 50 times with new contents equals eager calls bit for bit",
+          "[gpu][plan][graph][contract]") {
+  constexpr std::int64_t T = 2000, N = 12, H = 4, kSlots = 16, kEvery = 64;
+  constexpr std::int64_t kSlotElems = H * 128 * 128, kPitch = kSlotElems + 8;
+  constexpr std::int64_t kRows = T / kEvery + N; // an upper bound of sum ceil(L / 64)
+  std::mt19937_64 rng(2024);
+  reference::testing::ProblemSpec spec;
+  spec.heads = H;
+  spec.tokens = T;
+  spec.seqlens = {T}; // contents only: the segmentation is drawn below
+  DeviceArray q(T * H * 128 * 2), k(T * H * 128 * 2), v(T * H * 128 * 2), g(T * H * 128 * 2), beta(T * H * 2);
+  DeviceArray a_log(H * 4), dt_bias(H * 128 * 4), cu((N + 1) * 8), indices(N * 4), order(N * 4), starts((N + 1) * 8);
+  DeviceArray pool(kSlots * kPitch * 2), rows(kRows * kSlotElems * 2), out(T * H * 128 * 2);
+  PrefillArgs a;
+  const std::vector<std::int64_t> shape{1, T, H, 128};
+  a.q = TensorRef::contiguous(q.data(), ElementType::bf16, shape);
+  a.k = TensorRef::contiguous(k.data(), ElementType::bf16, shape);
+  a.v = TensorRef::contiguous(v.data(), ElementType::bf16, shape);
+  a.g = TensorRef::contiguous(g.data(), ElementType::bf16, shape);
+  a.beta = TensorRef::contiguous(beta.data(), ElementType::bf16, {1, T, H});
+  a.a_log = TensorRef::contiguous(a_log.data(), ElementType::fp32, {H});
+  a.dt_bias = TensorRef::contiguous(dt_bias.data(), ElementType::fp32, {H, 128});
+  a.cu_seqlens = TensorRef::contiguous(cu.data(), ElementType::i64, {N + 1});
+  a.initial_state = TensorRef::contiguous(pool.data(), ElementType::bf16, {kSlots, H, 128, 128});
+  a.initial_state.strides = {kPitch, 128 * 128, 128, 1};
+  a.ssm_state_indices = TensorRef::contiguous(indices.data(), ElementType::i32, {N});
+  a.seq_order = TensorRef::contiguous(order.data(), ElementType::i32, {N});
+  a.checkpoint_every_n_tokens = kEvery;
+  a.state_checkpoints = TensorRef::contiguous(rows.data(), ElementType::bf16, {kRows, H, 128, 128});
+  a.checkpoint_cu_starts = TensorRef::contiguous(starts.data(), ElementType::i64, {N + 1});
+  a.out = TensorRef::contiguous(out.data(), ElementType::bf16, shape);
+
+  std::vector<std::uint8_t> pool_contents(pool.bytes());
+  // New contents at the same addresses: inputs, segmentation (with padding), slots, order, checkpoint starts.
+  auto refill = [&](int round) {
+    spec.seqlens.clear();
+    const std::vector<std::int64_t> offsets = random_offsets(T, N, round % 2 == 0 ? 3 : 0, rng);
+    reference::testing::RandomProblem problem(spec, 5000 + static_cast<std::uint64_t>(round));
+    q.upload(problem.q.data(), q.bytes());
+    k.upload(problem.k.data(), k.bytes());
+    v.upload(problem.v.data(), v.bytes());
+    g.upload(problem.g.data(), g.bytes());
+    beta.upload(problem.beta.data(), beta.bytes());
+    a_log.upload(problem.a_log.data(), a_log.bytes());
+    dt_bias.upload(problem.dt_bias.data(), dt_bias.bytes());
+    cu.upload(offsets.data(), cu.bytes());
+    std::vector<std::int32_t> slots(kSlots);
+    std::iota(slots.begin(), slots.end(), 0);
+    std::shuffle(slots.begin(), slots.end(), rng);
+    indices.upload(slots.data(), indices.bytes());
+    std::vector<std::int32_t> perm(N);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    order.upload(perm.data(), order.bytes());
+    std::vector<std::int64_t> first_rows = {0};
+    for (std::int64_t i = 0; i < N; ++i) {
+      first_rows.push_back(first_rows.back() + (offsets[i + 1] - offsets[i] + kEvery - 1) / kEvery);
+    }
+    starts.upload(first_rows.data(), starts.bytes());
+    for (std::uint8_t& b : pool_contents) {
+      b = static_cast<std::uint8_t>(rng() % 64); // small finite bf16 values
+    }
+  };
+  auto reset_outputs = [&] {
+    pool.upload(pool_contents.data(), pool.bytes());
+    out.poison();
+    rows.poison();
+  };
+  auto results = [&] {
+    std::vector<std::uint8_t> bytes(out.bytes() + pool.bytes() + rows.bytes());
+    out.download(bytes.data(), out.bytes());
+    pool.download(bytes.data() + out.bytes(), pool.bytes());
+    rows.download(bytes.data() + out.bytes() + pool.bytes(), rows.bytes());
+    return bytes;
+  };
+
+  refill(0);
+  const PrefillPlan plan(a);
+  DeviceArray workspace(static_cast<std::size_t>(plan.workspace_bytes()));
+  Stream s;
+  a.stream = s.s;
+  reset_outputs();
+  plan.run(a, workspace.data(), plan.workspace_bytes()); // warm-up outside capture
+  KDA_CU(cuStreamSynchronize, s.s);
+  Graph graph;
+  KDA_CU(cuStreamBeginCapture, s.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  plan.run(a, workspace.data(), plan.workspace_bytes());
+  KDA_CU(cuStreamEndCapture, s.s, &graph.graph);
+  KDA_CU(cuGraphInstantiateWithFlags, &graph.exec, graph.graph, 0ull);
+
+  int identical = 0;
+  std::size_t unwritten_outputs = 0;
+  for (int round = 0; round < 50; ++round) {
+    refill(round);
+    reset_outputs();
+    KDA_CU(cuGraphLaunch, graph.exec, s.s);
+    KDA_CU(cuStreamSynchronize, s.s);
+    const std::vector<std::uint8_t> replayed = results();
+    reset_outputs();
+    recurrent_kda_prefill(a);
+    KDA_CU(cuStreamSynchronize, s.s);
+    identical += replayed == results() ? 1 : 0;
+    // every output row of the call was written (poison 0xffff is a NaN)
+    for (std::size_t i = 0; i + 1 < out.bytes(); i += 2) {
+      unwritten_outputs += replayed[i] == 0xff && replayed[i + 1] == 0xff ? 1 : 0;
+    }
+  }
+  CHECK(identical == 50);
+  CHECK(unwritten_outputs == 0);
+}
