@@ -1,4 +1,5 @@
-// kdajit bench [--cases a,b] [--iters N] [--warmup N] [--cold] [--schedule S] [--no-overlap] [--back-to-back] [--json]
+// kdajit bench [--cases a,b] [--iters N] [--warmup N] [--cold] [--schedule S] [--no-overlap] [--back-to-back]
+//              [--pool] [--checkpoint-every P] [--planned] [--json]
 // Times recurrent_kda_prefill on the workloads of peers-h200.md under the
 // peers' settings: fresh random inputs, the same buffers every call, 20
 // warm-up calls, median of 100 calls timed with CUDA events, bf16 state given
@@ -7,7 +8,11 @@
 // module load) and the host time of one call (dispatch overhead); with
 // --back-to-back also each workload's GPU time per call with the calls
 // enqueued back to back (the host's time before each call's first launch
-// hidden), which tells how much of the per-call figure is host time.
+// hidden), which tells how much of the per-call figure is host time. --pool
+// and --checkpoint-every P time calls with a state pool (the sequences'
+// states scattered over twice as many slots) and with native checkpoints;
+// --planned also times PrefillPlan::run and the replay of a CUDA graph of one
+// run, with their host times.
 #include "runtime/context.hpp"
 #include "runtime/cuda_driver.hpp"
 #include "runtime/device_info.hpp"
@@ -51,7 +56,15 @@ std::vector<std::string> split(const std::string& s) {
 
 int bench_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   const ParsedArgs parsed =
-      parse_args(args, {"--json", "--cold", "--no-overlap", "--back-to-back"}, {"--cases", "--iters", "--warmup", "--seed", "--schedule"});
+      parse_args(args, {"--json", "--cold", "--no-overlap", "--back-to-back", "--pool", "--planned"},
+                 {"--cases", "--iters", "--warmup", "--seed", "--schedule", "--checkpoint-every"});
+  CallFeatures features;
+  features.pool = parsed.has("--pool");
+  features.checkpoint_every = std::stoll(parsed.option("--checkpoint-every").value_or("0"));
+  if (features.checkpoint_every < 0 || features.checkpoint_every % 16 != 0) {
+    throw UsageError("--checkpoint-every takes a positive multiple of 16");
+  }
+  const bool planned = parsed.has("--planned");
   PrefillOptions options;
   options.schedule = parsed.option("--schedule");
   options.prepare_overlap = !parsed.has("--no-overlap");
@@ -78,8 +91,11 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
   RandomPool pool(seed, std::size_t{1} << 25);
   std::mt19937_64 rng(seed);
   nlohmann::json results = nlohmann::json::array();
-  out << fmt::format("kdajit bench on {} ({} L2, {} calls after {} warm-up, median)\n", device.to_string(),
-                     cold ? "cold: rotating buffers" : "warm: same buffers", iters, warmup);
+  out << fmt::format("kdajit bench on {} ({} L2, {} calls after {} warm-up, median{}{})\n", device.to_string(),
+                     cold ? "cold: rotating buffers" : "warm: same buffers", iters, warmup,
+                     features.pool ? "; state pool of 2N slots" : "",
+                     features.checkpoint_every > 0 ? fmt::format("; checkpoints every {} tokens", features.checkpoint_every)
+                                                   : std::string());
   out << fmt::format("{:<20} {:>9} {:>9} {:>8} {:>7} {:>9} {:>7} {:>9} {:>7}  {}\n", "case", "ms", "min ms", "GB/s",
                      "xfloor", "FlashKDA", "speedup", "FLA", "speedup", "kernel");
   double log_sum = 0.0;
@@ -88,7 +104,7 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
   for (const BenchWorkload* w : chosen) {
     const std::int64_t bytes = minimal_bytes(*w);
     const int sets = cold ? static_cast<int>(std::clamp<std::int64_t>(400'000'000 / bytes + 1, 2, 8)) : 1;
-    Workload wl = make_workload(*w, pool, sets, rng);
+    Workload wl = make_workload(*w, pool, sets, rng, features);
     KDA_CU(cuCtxSynchronize);
     if (first) {
       // First call of the process: kernel from the disk cache (or NVRTC) + module load.
@@ -109,6 +125,11 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t1).count() / calls;
       KDA_CU(cuCtxSynchronize);
       out << fmt::format("host time per call (dispatch, enqueue only) {:.2f} us\n", host_us);
+      if (planned) {
+        out << fmt::format("host time per PrefillPlan::run {:.2f} us, per graph replay {:.2f} us\n",
+                           host_us_per_call(wl, calls, options, CallPath::planned),
+                           host_us_per_call(wl, calls, options, CallPath::graph));
+      }
       first = false;
     }
     const Timing t = time_calls(wl, warmup, iters, options);
@@ -123,6 +144,15 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
     out << fmt::format("{:<20} {:>9.3f} {:>9.3f} {:>8.0f} {:>7.1f} {:>9.3f} {:>7.2f} {:>9.3f} {:>7.2f}  {}\n", w->name,
                        t.median_ms, t.min_ms, gbs, t.median_ms / floor_ms, w->flashkda_ms, vs_flashkda, w->fla_ms,
                        vs_fla, t.schedule);
+    std::optional<Timing> planned_timing;
+    std::optional<Timing> graph_timing;
+    if (planned) {
+      planned_timing = time_calls(wl, warmup, iters, options, CallPath::planned);
+      graph_timing = time_calls(wl, warmup, iters, options, CallPath::graph);
+      out << fmt::format("{:<20} {:>9.3f} {:>9.3f} planned run; {:.3f} {:.3f} graph replay  {}\n", "",
+                         planned_timing->median_ms, planned_timing->min_ms, graph_timing->median_ms,
+                         graph_timing->min_ms, planned_timing->schedule);
+    }
     std::optional<double> back_to_back_ms;
     if (parsed.has("--back-to-back")) {
       back_to_back_ms = time_back_to_back(wl, warmup, iters, options);
@@ -143,13 +173,23 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
     if (back_to_back_ms) {
       results.back()["back_to_back_ms"] = *back_to_back_ms;
     }
+    if (planned_timing) {
+      results.back()["planned_median_ms"] = planned_timing->median_ms;
+      results.back()["graph_median_ms"] = graph_timing->median_ms;
+    }
   }
   if (standard > 0) {
     out << fmt::format("geometric-mean speed-up over FlashKDA on the {} standard workloads: {:.3f}x\n", standard,
                        std::exp(log_sum / standard));
   }
   if (parsed.has("--json")) {
-    out << nlohmann::json{{"device", device.to_string()}, {"cold_l2", cold}, {"results", results}}.dump(2) << "\n";
+    out << nlohmann::json{{"device", device.to_string()},
+                          {"cold_l2", cold},
+                          {"state_pool", features.pool},
+                          {"checkpoint_every", features.checkpoint_every},
+                          {"results", results}}
+               .dump(2)
+        << "\n";
   }
   return k_exit_ok;
 }

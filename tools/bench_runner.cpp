@@ -1,6 +1,7 @@
 #include "tools/bench_runner.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 namespace kda::tools {
@@ -51,7 +52,8 @@ namespace {
 
 void make_sets(Workload& wl, RandomPool& pool, int count) {
   const std::size_t elems = static_cast<std::size_t>(wl.tokens) * wl.w->heads * 128;
-  const std::size_t state_elems = static_cast<std::size_t>(wl.seqs) * wl.w->heads * 128 * 128;
+  const std::size_t slot_elems = static_cast<std::size_t>(wl.w->heads) * 128 * 128;
+  const std::size_t state_elems = static_cast<std::size_t>(wl.seqs) * slot_elems * (wl.features.pool ? 2 : 1);
   for (int i = 0; i < count; ++i) {
     CallBuffers b;
     for (auto* t : {&b.q, &b.k, &b.v, &b.g}) {
@@ -63,15 +65,20 @@ void make_sets(Workload& wl, RandomPool& pool, int count) {
     b.state = std::make_unique<DeviceBytes>(state_elems * 2);
     pool.fill_normal_bf16(b.state->data(), state_elems); // N(0,1); scaled below is not needed for timing
     b.out = std::make_unique<DeviceBytes>(elems * 2);
+    if (wl.checkpoint_rows > 0) {
+      b.checkpoints = std::make_unique<DeviceBytes>(static_cast<std::size_t>(wl.checkpoint_rows) * slot_elems * 2);
+    }
     wl.sets.push_back(std::move(b));
   }
 }
 
 } // namespace
 
-Workload make_workload(const BenchWorkload& w, RandomPool& pool, int sets, std::mt19937_64& rng) {
+Workload make_workload(const BenchWorkload& w, RandomPool& pool, int sets, std::mt19937_64& rng,
+                       const CallFeatures& features) {
   Workload wl;
   wl.w = &w;
+  wl.features = features;
   for (std::int64_t l : w.seqlens) {
     wl.tokens += l;
   }
@@ -94,6 +101,23 @@ Workload make_workload(const BenchWorkload& w, RandomPool& pool, int sets, std::
   }
   wl.cu = std::make_unique<DeviceBytes>(cu.size() * 4);
   KDA_CU(cuMemcpyHtoD, wl.cu->ptr, cu.data(), cu.size() * 4);
+  if (features.pool) { // sequence i in slot 2 (N - 1 - i) + 1 of 2 N: scattered, every other slot untouched
+    std::vector<std::int32_t> slots(static_cast<std::size_t>(wl.seqs));
+    for (int i = 0; i < wl.seqs; ++i) {
+      slots[static_cast<std::size_t>(i)] = 2 * (wl.seqs - 1 - i) + 1;
+    }
+    wl.slots = std::make_unique<DeviceBytes>(slots.size() * 4);
+    KDA_CU(cuMemcpyHtoD, wl.slots->ptr, slots.data(), slots.size() * 4);
+  }
+  if (features.checkpoint_every > 0) {
+    std::vector<std::int64_t> starts{0};
+    for (std::int64_t l : w.seqlens) {
+      starts.push_back(starts.back() + (l + features.checkpoint_every - 1) / features.checkpoint_every);
+    }
+    wl.checkpoint_rows = starts.back();
+    wl.checkpoint_starts = std::make_unique<DeviceBytes>(starts.size() * 8);
+    KDA_CU(cuMemcpyHtoD, wl.checkpoint_starts->ptr, starts.data(), starts.size() * 8);
+  }
   make_sets(wl, pool, sets);
   return wl;
 }
@@ -111,7 +135,17 @@ PrefillArgs args_for(const Workload& wl, const CallBuffers& b) {
   a.a_log = TensorRef::contiguous(wl.a_log->data(), ElementType::fp32, {wl.w->heads});
   a.dt_bias = TensorRef::contiguous(wl.dt_bias->data(), ElementType::fp32, {wl.w->heads, 128});
   a.lower_bound = -5.0;
-  a.initial_state = TensorRef::contiguous(b.state->data(), ElementType::bf16, {wl.seqs, wl.w->heads, 128, 128});
+  a.initial_state = TensorRef::contiguous(b.state->data(), ElementType::bf16,
+                                          {wl.features.pool ? 2 * wl.seqs : wl.seqs, wl.w->heads, 128, 128});
+  if (wl.features.pool) {
+    a.ssm_state_indices = TensorRef::contiguous(wl.slots->data(), ElementType::i32, {wl.seqs});
+  }
+  if (wl.features.checkpoint_every > 0) {
+    a.checkpoint_every_n_tokens = wl.features.checkpoint_every;
+    a.state_checkpoints =
+        TensorRef::contiguous(b.checkpoints->data(), ElementType::bf16, {wl.checkpoint_rows, wl.w->heads, 128, 128});
+    a.checkpoint_cu_starts = TensorRef::contiguous(wl.checkpoint_starts->data(), ElementType::i64, {wl.seqs + 1});
+  }
   a.out = TensorRef::contiguous(b.out->data(), ElementType::bf16, shape);
   if (packed) {
     a.cu_seqlens = TensorRef::contiguous(wl.cu->data(), ElementType::i32, {wl.seqs + 1});
@@ -119,7 +153,82 @@ PrefillArgs args_for(const Workload& wl, const CallBuffers& b) {
   return a;
 }
 
-Timing time_calls(const Workload& wl, int warmup, int iters, const PrefillOptions& options) {
+namespace {
+
+// The calls of one CallPath over a workload's buffer sets: eager calls, runs
+// of one plan (a workspace per set), or graphs of one run per set.
+class Caller {
+public:
+  Caller(const Workload& wl, const PrefillOptions& options, CallPath path) : m_wl(wl), m_options(options), m_path(path) {
+    if (path == CallPath::eager) {
+      return;
+    }
+    m_plan = std::make_unique<PrefillPlan>(args_for(wl, wl.sets[0]), options);
+    for (std::size_t i = 0; i < wl.sets.size(); ++i) {
+      m_workspaces.push_back(std::make_unique<DeviceBytes>(static_cast<std::size_t>(m_plan->workspace_bytes())));
+    }
+    if (path != CallPath::graph) {
+      return;
+    }
+    KDA_CU(cuStreamCreate, &m_stream, CU_STREAM_NON_BLOCKING);
+    for (std::size_t i = 0; i < wl.sets.size(); ++i) {
+      PrefillArgs a = args_for(wl, wl.sets[i]);
+      a.stream = m_stream;
+      m_plan->run(a, m_workspaces[i]->data(), m_plan->workspace_bytes()); // warm
+      KDA_CU(cuStreamSynchronize, m_stream);
+      CUgraph graph = nullptr;
+      CUgraphExec exec = nullptr;
+      KDA_CU(cuStreamBeginCapture, m_stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
+      m_plan->run(a, m_workspaces[i]->data(), m_plan->workspace_bytes());
+      KDA_CU(cuStreamEndCapture, m_stream, &graph);
+      KDA_CU(cuGraphInstantiateWithFlags, &exec, graph, 0ull);
+      driver_api().cuGraphDestroy(graph);
+      m_graphs.push_back(exec);
+    }
+  }
+  ~Caller() {
+    for (CUgraphExec g : m_graphs) {
+      driver_api().cuGraphExecDestroy(g);
+    }
+    if (m_stream != nullptr) {
+      driver_api().cuStreamDestroy(m_stream);
+    }
+  }
+  Caller(const Caller&) = delete;
+  Caller& operator=(const Caller&) = delete;
+
+  /// The stream the calls run on.
+  CUstream stream() const { return m_stream; }
+  /// Call i (buffer set i mod sets); returns "<schedule> on <target>" and how.
+  std::string call(int i) {
+    const std::size_t set = static_cast<std::size_t>(i) % m_wl.sets.size();
+    if (m_path == CallPath::graph) {
+      KDA_CU(cuGraphLaunch, m_graphs[set], m_stream);
+      return m_plan->schedule() + " on " + m_plan->target() + " (graph)";
+    }
+    const PrefillArgs a = args_for(m_wl, m_wl.sets[set]);
+    if (m_path == CallPath::planned) {
+      m_plan->run(a, m_workspaces[set]->data(), m_plan->workspace_bytes());
+      return m_plan->schedule() + " on " + m_plan->target() + " (planned)";
+    }
+    const PrefillResult r = recurrent_kda_prefill(a, m_options);
+    return r.schedule + " on " + r.target + (r.prepare_overlapped ? " (overlapped)" : "");
+  }
+
+private:
+  const Workload& m_wl;
+  PrefillOptions m_options;
+  CallPath m_path;
+  std::unique_ptr<PrefillPlan> m_plan;
+  std::vector<std::unique_ptr<DeviceBytes>> m_workspaces;
+  std::vector<CUgraphExec> m_graphs;
+  CUstream m_stream = nullptr;
+};
+
+} // namespace
+
+Timing time_calls(const Workload& wl, int warmup, int iters, const PrefillOptions& options, CallPath path) {
+  Caller caller(wl, options, path);
   CUevent start = nullptr;
   CUevent stop = nullptr;
   KDA_CU(cuEventCreate, &start, 0);
@@ -127,18 +236,15 @@ Timing time_calls(const Workload& wl, int warmup, int iters, const PrefillOption
   Timing t;
   std::vector<double> ms;
   for (int i = 0; i < warmup + iters; ++i) {
-    const CallBuffers& b = wl.sets[static_cast<std::size_t>(i) % wl.sets.size()];
-    const PrefillArgs args = args_for(wl, b);
-    KDA_CU(cuEventRecord, start, nullptr);
-    const PrefillResult r = recurrent_kda_prefill(args, options);
-    KDA_CU(cuEventRecord, stop, nullptr);
+    KDA_CU(cuEventRecord, start, caller.stream());
+    t.schedule = caller.call(i);
+    KDA_CU(cuEventRecord, stop, caller.stream());
     KDA_CU(cuEventSynchronize, stop);
     float elapsed = 0.0f;
     KDA_CU(cuEventElapsedTime, &elapsed, start, stop);
     if (i >= warmup) {
       ms.push_back(elapsed);
     }
-    t.schedule = r.schedule + " on " + r.target + (r.prepare_overlapped ? " (overlapped)" : "");
   }
   std::sort(ms.begin(), ms.end());
   t.median_ms = ms[ms.size() / 2];
@@ -146,6 +252,19 @@ Timing time_calls(const Workload& wl, int warmup, int iters, const PrefillOption
   driver_api().cuEventDestroy(start);
   driver_api().cuEventDestroy(stop);
   return t;
+}
+
+double host_us_per_call(const Workload& wl, int calls, const PrefillOptions& options, CallPath path) {
+  Caller caller(wl, options, path);
+  caller.call(0);
+  KDA_CU(cuCtxSynchronize);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < calls; ++i) {
+    caller.call(0);
+  }
+  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls;
+  KDA_CU(cuCtxSynchronize);
+  return us;
 }
 
 double time_back_to_back(const Workload& wl, int warmup, int calls, const PrefillOptions& options) {

@@ -39,18 +39,29 @@ private:
 };
 
 struct CallBuffers {
-  std::unique_ptr<DeviceBytes> q, k, v, g, beta, state, out;
+  std::unique_ptr<DeviceBytes> q, k, v, g, beta, state, out, checkpoints;
+};
+
+/// The serving-engine features a bench call uses (kdajit bench --pool,
+/// --checkpoint-every): a state pool of twice the sequences' slots with the
+/// sequences in a scattered order of slots, native checkpoints.
+struct CallFeatures {
+  bool pool = false;
+  std::int64_t checkpoint_every = 0;
 };
 
 struct Workload {
   const BenchWorkload* w = nullptr;
   std::int64_t tokens = 0;
   int seqs = 0;
-  std::unique_ptr<DeviceBytes> a_log, dt_bias, cu;
+  CallFeatures features;
+  std::int64_t checkpoint_rows = 0;
+  std::unique_ptr<DeviceBytes> a_log, dt_bias, cu, slots, checkpoint_starts;
   std::vector<CallBuffers> sets; ///< one (warm L2) or several rotated (cold L2)
 };
 
-Workload make_workload(const BenchWorkload& w, RandomPool& pool, int sets, std::mt19937_64& rng);
+Workload make_workload(const BenchWorkload& w, RandomPool& pool, int sets, std::mt19937_64& rng,
+                       const CallFeatures& features = {});
 
 /// The call on buffer set `b` (packed layout when the workload has several sequences).
 PrefillArgs args_for(const Workload& wl, const CallBuffers& b);
@@ -61,8 +72,18 @@ struct Timing {
   std::string schedule; ///< "<schedule> on <target>"
 };
 
+/// How the timed calls are made: recurrent_kda_prefill; PrefillPlan::run
+/// (one plan, a workspace per buffer set); or a CUDA graph of one planned
+/// run per buffer set, replayed.
+enum class CallPath { eager, planned, graph };
+
 /// Median and minimum of `iters` calls after `warmup`, each timed with CUDA events.
-Timing time_calls(const Workload& wl, int warmup, int iters, const PrefillOptions& options = {});
+Timing time_calls(const Workload& wl, int warmup, int iters, const PrefillOptions& options = {},
+                  CallPath path = CallPath::eager);
+
+/// Host microseconds per call of `calls` calls enqueued one after another on
+/// the path (the kernel ready; a context synchronisation after the loop).
+double host_us_per_call(const Workload& wl, int calls, const PrefillOptions& options, CallPath path);
 
 /// Milliseconds per call of `calls` calls enqueued back to back between two
 /// CUDA events (after `warmup` calls): each call's host time before its first

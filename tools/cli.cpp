@@ -92,7 +92,7 @@ usage:
       else <cache dir>/tuning-v1.json), keyed by CC and SM count. Routing
       reads it over the tables shipped in tuning/*.json, entry by entry.
   kdajit bench [--cases a,b] [--iters N] [--warmup N] [--cold] [--schedule S] [--no-overlap] [--back-to-back]
-               [--json]
+               [--pool] [--checkpoint-every P] [--planned] [--json]
       Time recurrent_kda_prefill on the peers' workloads (GPU needed): median
       of N calls after warm-up, CUDA events, bf16 state updated in place; ms,
       GB/s, ratio to the memory floor and to FlashKDA and FLA on the H200.
@@ -102,6 +102,10 @@ usage:
       --back-to-back also times N calls enqueued back to back between two
       events (a diagnostic: the host's time before each call's first launch
       hidden behind the call before).
+      --pool: the state is a pool of 2N slots (ssm_state_indices, every other
+      slot); --checkpoint-every P: native checkpoints every P tokens;
+      --planned: also PrefillPlan::run and a CUDA graph of one run replayed,
+      with their host times.
   kdajit --help | help        this text
   kdajit --version            the version
 
