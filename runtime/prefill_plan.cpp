@@ -5,12 +5,11 @@
 #include "compiler/errors.hpp"
 #include "runtime/context.hpp"
 #include "runtime/prefill_call.hpp"
+#include "runtime/workspace_bindings.hpp"
 
 #include <fmt/format.h>
 
 #include <array>
-#include <map>
-#include <mutex>
 #include <tuple>
 
 namespace kda {
@@ -26,27 +25,6 @@ struct PrefillPlan::State {
 };
 
 namespace {
-
-// Which live plan each workspace is bound to (a host table: nothing is read on the device).
-std::mutex g_bindings_mutex;
-std::map<const void*, const void*> g_bindings;
-
-void unbind_all(const void* plan) {
-  std::lock_guard lock(g_bindings_mutex);
-  for (auto it = g_bindings.begin(); it != g_bindings.end();) {
-    it = it->second == plan ? g_bindings.erase(it) : std::next(it);
-  }
-}
-
-void bind(const void* workspace, const void* plan, const std::string& schedule) {
-  std::lock_guard lock(g_bindings_mutex);
-  auto [it, inserted] = g_bindings.emplace(workspace, plan);
-  if (!inserted && it->second != plan) {
-    throw TensorError("workspace", fmt::format("{} is bound to another live PrefillPlan: every plan needs a workspace "
-                                               "of its own (this one runs {})",
-                                               workspace, schedule));
-  }
-}
 
 // The first field where a call's shape differs from the plan's signature.
 void require_signature(const ProblemShape& want, const ProblemShape& got) {
@@ -114,7 +92,7 @@ PrefillPlan::PrefillPlan(const PrefillArgs& signature, const PrefillOptions& opt
 
 PrefillPlan::~PrefillPlan() {
   if (m) {
-    unbind_all(m.get());
+    WorkspaceBindings::instance().unbind_all(m.get());
   }
 }
 
@@ -122,7 +100,7 @@ PrefillPlan::PrefillPlan(PrefillPlan&&) noexcept = default;
 PrefillPlan& PrefillPlan::operator=(PrefillPlan&& other) noexcept {
   if (this != &other) {
     if (m) {
-      unbind_all(m.get());
+      WorkspaceBindings::instance().unbind_all(m.get());
     }
     m = std::move(other.m);
   }
@@ -162,7 +140,7 @@ void PrefillPlan::run(const PrefillArgs& args, void* workspace, std::int64_t wor
     throw TensorError("workspace", fmt::format("{} is not a 16-byte aligned device pointer", workspace));
   }
   require_workspace_apart(args, workspace, m->workspace_bytes);
-  bind(workspace, m.get(), m->schedule);
+  WorkspaceBindings::instance().bind(workspace, m.get(), m->schedule);
   CallBuffers buffers;
   buffers.out = args.out.data;
   buffers.state_in = p.state_in ? args.initial_state.data : nullptr;

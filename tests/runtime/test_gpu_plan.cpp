@@ -5,6 +5,7 @@
 #include "device_problem.hpp"
 #include "reference/reference_problem.hpp"
 #include "runtime/kda_c.h"
+#include "runtime/workspace_bindings.hpp"
 
 #include "compiler/errors.hpp"
 
@@ -73,6 +74,8 @@ TEST_CASE("gpu plan: run gives the eager call's bits; signature, workspace and c
   p.reset();
   plan.run(p.args(nullptr), workspace.data(), plan.workspace_bytes());
   CHECK(p.result() == eager);
+  const void* const bound = WorkspaceBindings::instance().bound_plan(workspace.data());
+  CHECK(bound != nullptr);
 
   DeviceProblem other(2, 600, 4, 1002);
   CHECK_THAT(refusal([&] { plan.run(other.args(nullptr), workspace.data(), plan.workspace_bytes()); }),
@@ -85,8 +88,10 @@ TEST_CASE("gpu plan: run gives the eager call's bits; signature, workspace and c
              Contains("argument 'workspace'"));
   CHECK_THAT(refusal([&] { plan.run(p.args(nullptr), p.q.data(), plan.workspace_bytes()); }),
              Contains("overlap 'q'"));
+  CHECK(WorkspaceBindings::instance().bound_plan(workspace.data()) == bound);
   {
     const PrefillPlan second(p.args(nullptr));
+    CHECK(WorkspaceBindings::instance().bound_plan(workspace.data()) == bound);
     CHECK_THAT(refusal([&] { second.run(p.args(nullptr), workspace.data(), plan.workspace_bytes()); }),
                Contains("is bound to another live PrefillPlan"));
   }
