@@ -18,10 +18,7 @@ constexpr std::int64_t k_max_sequences = 2147483647;
 
 constexpr std::int64_t k_head_dim = 128;
 
-struct Named {
-  const char* name;
-  const TensorRef* tensor;
-};
+using Named = NamedTensor;
 
 void require_dtype(const char* name, const TensorRef& t, std::initializer_list<ElementType> allowed) {
   for (ElementType e : allowed) {
@@ -357,30 +354,10 @@ void check_checkpoints(const PrefillArgs& a, ProblemShape& p) {
   p.checkpoint_interval = every;
 }
 
-// Every tensor of a call: the inputs first (k_inputs of them), then the
-// outputs in the order an output must not overlap the ones before it.
-constexpr std::size_t k_inputs = 12;
-constexpr std::size_t k_tensors = 15;
-std::array<Named, k_tensors> named_tensors(const PrefillArgs& a) {
-  return {{{"q", &a.q},
-           {"k", &a.k},
-           {"v", &a.v},
-           {"g", &a.g},
-           {"beta", &a.beta},
-           {"A_log", &a.a_log},
-           {"dt_bias", &a.dt_bias},
-           {"initial_state", &a.initial_state},
-           {"cu_seqlens", &a.cu_seqlens},
-           {"ssm_state_indices", &a.ssm_state_indices},
-           {"seq_order", &a.seq_order},
-           {"checkpoint_cu_starts", &a.checkpoint_cu_starts},
-           {"out", &a.out},
-           {"final_state", &a.final_state},
-           {"state_checkpoints", &a.state_checkpoints}}};
-}
+constexpr std::size_t k_inputs = k_call_inputs;
 
 void check_outputs(const PrefillArgs& a) {
-  const std::array<Named, k_tensors> tensors = named_tensors(a);
+  const std::array<Named, k_call_tensors> tensors = call_tensors(a);
   const std::span<const Named> inputs(tensors.data(), k_inputs);
   if (a.initial_state.defined()) {
     // Updated in place: an output that must not share bytes with any input.
@@ -404,6 +381,24 @@ void check_outputs(const PrefillArgs& a) {
 
 } // namespace
 
+std::array<NamedTensor, k_call_tensors> call_tensors(const PrefillArgs& a) {
+  return {{{"q", &a.q},
+           {"k", &a.k},
+           {"v", &a.v},
+           {"g", &a.g},
+           {"beta", &a.beta},
+           {"A_log", &a.a_log},
+           {"dt_bias", &a.dt_bias},
+           {"initial_state", &a.initial_state},
+           {"cu_seqlens", &a.cu_seqlens},
+           {"ssm_state_indices", &a.ssm_state_indices},
+           {"seq_order", &a.seq_order},
+           {"checkpoint_cu_starts", &a.checkpoint_cu_starts},
+           {"out", &a.out},
+           {"final_state", &a.final_state},
+           {"state_checkpoints", &a.state_checkpoints}}};
+}
+
 ProblemShape check_prefill_args(const PrefillArgs& args, int device, const PointerDevice& pointer_device) {
   ProblemShape p;
   check_qkvg(args, p);
@@ -413,7 +408,7 @@ ProblemShape check_prefill_args(const PrefillArgs& args, int device, const Point
   check_seq_order(args, p);
   check_checkpoints(args, p);
   check_outputs(args);
-  const std::array<Named, k_tensors> all = named_tensors(args);
+  const std::array<Named, k_call_tensors> all = call_tensors(args);
   for (const Named& n : all) {
     if (n.tensor->defined()) {
       require_device(n.name, *n.tensor, device, pointer_device);

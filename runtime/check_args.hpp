@@ -10,6 +10,7 @@
 #include "compiler/schedule_enums.hpp"
 #include "runtime/prefill_args.hpp"
 
+#include <array>
 #include <functional>
 #include <optional>
 
@@ -39,6 +40,17 @@ struct ProblemShape {
 
 /// Device ordinal of a device pointer, or nothing for host or unknown memory.
 using PointerDevice = std::function<std::optional<int>(const void*)>;
+
+/// Every tensor argument of a call with its name: the inputs first
+/// (`k_call_inputs` of them: q .. checkpoint_cu_starts, initial_state among
+/// them), then the outputs out, final_state, state_checkpoints.
+struct NamedTensor {
+  const char* name;
+  const TensorRef* tensor;
+};
+constexpr std::size_t k_call_inputs = 12;
+constexpr std::size_t k_call_tensors = 15;
+std::array<NamedTensor, k_call_tensors> call_tensors(const PrefillArgs& args);
 
 /// Checks everything that does not depend on the schedule.
 ProblemShape check_prefill_args(const PrefillArgs& args, int device, const PointerDevice& pointer_device);

@@ -56,21 +56,7 @@ void require_signature(const ProblemShape& want, const ProblemShape& got) {
 void require_workspace_apart(const PrefillArgs& a, const void* workspace, std::int64_t bytes) {
   const std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(workspace);
   const std::uintptr_t end = begin + static_cast<std::uintptr_t>(bytes);
-  const std::array<std::pair<const char*, const TensorRef*>, 15> tensors = {{{"q", &a.q},
-                                                                             {"k", &a.k},
-                                                                             {"v", &a.v},
-                                                                             {"g", &a.g},
-                                                                             {"beta", &a.beta},
-                                                                             {"A_log", &a.a_log},
-                                                                             {"dt_bias", &a.dt_bias},
-                                                                             {"initial_state", &a.initial_state},
-                                                                             {"cu_seqlens", &a.cu_seqlens},
-                                                                             {"ssm_state_indices", &a.ssm_state_indices},
-                                                                             {"seq_order", &a.seq_order},
-                                                                             {"checkpoint_cu_starts", &a.checkpoint_cu_starts},
-                                                                             {"out", &a.out},
-                                                                             {"final_state", &a.final_state},
-                                                                             {"state_checkpoints", &a.state_checkpoints}}};
+  const std::array<NamedTensor, k_call_tensors> tensors = call_tensors(a);
   for (const auto& [name, t] : tensors) {
     if (t->defined() && begin < t->end_address() && t->begin_address() < end) {
       throw TensorError("workspace", fmt::format("bytes {:#x}..{:#x} overlap '{}'", begin, end, name));

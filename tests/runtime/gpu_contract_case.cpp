@@ -1,6 +1,7 @@
 #include "gpu_contract_case.hpp"
 
 #include "device_array.hpp"
+#include "device_inputs.hpp"
 #include "reference/sequences.hpp"
 #include "reference/token_reference.hpp"
 #include "runtime/kda.hpp"
@@ -104,10 +105,7 @@ ContractReport run_contract_case(const ContractCase& c) {
   const std::vector<reference::SequenceRange> ranges = reference::sequence_ranges(inputs);
 
   // Device: the pool with its padded pitch, padding bytes set to k_pad_byte.
-  DeviceArray q = DeviceArray::from(problem.q), k = DeviceArray::from(problem.k), v = DeviceArray::from(problem.v),
-              g = DeviceArray::from(problem.g), beta = DeviceArray::from(problem.beta);
-  DeviceArray a_log = DeviceArray::from(problem.a_log), dt_bias = DeviceArray::from(problem.dt_bias);
-  DeviceArray cu64 = DeviceArray::from(problem.cu64);
+  const DeviceInputs device(problem);
   const std::int64_t slot_elems = heads * k_state;
   const std::int64_t pitch = slot_elems + c.pool_pitch_pad;
   std::vector<std::uint8_t> state_before(static_cast<std::size_t>(slots * pitch) * esize, k_pad_byte);
@@ -129,19 +127,8 @@ ContractReport run_contract_case(const ContractCase& c) {
   DeviceArray out(out_elems * 2);
   out.poison();
 
-  PrefillArgs args;
+  PrefillArgs args = device.args();
   const std::vector<std::int64_t> shape{batch, tokens, heads, 128};
-  args.q = TensorRef::contiguous(q.data(), ElementType::bf16, shape);
-  args.k = TensorRef::contiguous(k.data(), ElementType::bf16, shape);
-  args.v = TensorRef::contiguous(v.data(), ElementType::bf16, shape);
-  args.g = TensorRef::contiguous(g.data(), ElementType::bf16, shape);
-  args.beta = TensorRef::contiguous(beta.data(), ElementType::bf16, {batch, tokens, heads});
-  args.a_log = TensorRef::contiguous(a_log.data(), ElementType::fp32, {heads});
-  args.dt_bias = TensorRef::contiguous(dt_bias.data(), ElementType::fp32, {heads, 128});
-  args.lower_bound = -5.0;
-  if (!c.spec.seqlens.empty()) {
-    args.cu_seqlens = TensorRef::contiguous(cu64.data(), ElementType::i64, {n_seq + 1});
-  }
   args.out = TensorRef::contiguous(out.data(), ElementType::bf16, shape);
   const ElementType state_type = c.fp32_state ? ElementType::fp32 : ElementType::bf16;
   if (c.initial_state) {

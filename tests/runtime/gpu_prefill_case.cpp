@@ -1,6 +1,7 @@
 #include "gpu_prefill_case.hpp"
 
 #include "device_array.hpp"
+#include "device_inputs.hpp"
 #include "reference/sequences.hpp"
 #include "reference/token_reference.hpp"
 #include "runtime/kda.hpp"
@@ -74,10 +75,7 @@ GpuCaseReport run_gpu_case(const GpuCase& c, const std::optional<std::string>& s
   const std::vector<reference::SequenceRange> ranges = reference::sequence_ranges(inputs);
 
   // Device.
-  DeviceArray q = DeviceArray::from(problem.q), k = DeviceArray::from(problem.k), v = DeviceArray::from(problem.v),
-              g = DeviceArray::from(problem.g), beta = DeviceArray::from(problem.beta);
-  DeviceArray a_log = DeviceArray::from(problem.a_log), dt_bias = DeviceArray::from(problem.dt_bias);
-  DeviceArray cu32 = DeviceArray::from(problem.cu32), cu64 = DeviceArray::from(problem.cu64);
+  const DeviceInputs device(problem);
   const std::size_t state_bytes = static_cast<std::size_t>(n_seq * heads * 128 * 128) * (fp32_state ? 4 : 2);
   DeviceArray state(state_bytes);
   if (inplace) {
@@ -89,23 +87,8 @@ GpuCaseReport run_gpu_case(const GpuCase& c, const std::optional<std::string>& s
   DeviceArray out(out_elems * 2);
   out.poison();
 
-  PrefillArgs args;
+  PrefillArgs args = device.args(c.int32_offsets);
   const std::vector<std::int64_t> shape{batch, tokens, heads, 128};
-  args.q = TensorRef::contiguous(q.data(), ElementType::bf16, shape);
-  args.k = TensorRef::contiguous(k.data(), ElementType::bf16, shape);
-  args.v = TensorRef::contiguous(v.data(), ElementType::bf16, shape);
-  args.g = TensorRef::contiguous(g.data(), ElementType::bf16, shape);
-  args.beta = TensorRef::contiguous(beta.data(), ElementType::bf16, {batch, tokens, heads});
-  if (c.spec.beta_row_stride > 0) {
-    args.beta.strides = {tokens * c.spec.beta_row_stride, c.spec.beta_row_stride, 1};
-  }
-  args.a_log = TensorRef::contiguous(a_log.data(), ElementType::fp32, {heads});
-  args.dt_bias = TensorRef::contiguous(dt_bias.data(), ElementType::fp32, {heads, 128});
-  args.lower_bound = -5.0;
-  if (!c.spec.seqlens.empty()) {
-    args.cu_seqlens = c.int32_offsets ? TensorRef::contiguous(cu32.data(), ElementType::i32, {n_seq + 1})
-                                      : TensorRef::contiguous(cu64.data(), ElementType::i64, {n_seq + 1});
-  }
   args.out = TensorRef::contiguous(out.data(), ElementType::bf16, shape);
   const ElementType state_type = fp32_state ? ElementType::fp32 : ElementType::bf16;
   if (inplace) {
@@ -210,6 +193,16 @@ reference::testing::ProblemSpec fixed(std::int64_t batch, std::int64_t tokens, s
   s.tokens = tokens;
   s.heads = heads;
   s.gate = gate;
+  return s;
+}
+
+reference::testing::ProblemSpec packed(std::vector<std::int64_t> lengths, std::int64_t heads) {
+  reference::testing::ProblemSpec s;
+  s.heads = heads;
+  s.seqlens = std::move(lengths);
+  for (std::int64_t l : s.seqlens) {
+    s.tokens += l;
+  }
   return s;
 }
 

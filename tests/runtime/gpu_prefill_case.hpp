@@ -10,6 +10,7 @@
 #include "reference/reference_problem.hpp"
 
 #include <optional>
+#include <vector>
 #include <string>
 
 namespace kda::test {
@@ -50,6 +51,9 @@ struct GpuCaseReport {
 reference::testing::ProblemSpec fixed(std::int64_t batch, std::int64_t tokens, std::int64_t heads,
                                       reference::testing::GateDistribution gate =
                                           reference::testing::GateDistribution::standard);
+
+/// A packed-layout problem: sequences of `lengths` tokens, `heads` heads.
+reference::testing::ProblemSpec packed(std::vector<std::int64_t> lengths, std::int64_t heads);
 
 /// Runs the case (CHECKs included) and returns the figures; `schedule` forces
 /// one schedule instead of the routed one.

@@ -4,6 +4,7 @@
 // tcgen05 plans through their sm_90a proxy, against the fp64 reference
 // (gpu_contract_case.hpp has the tolerances). scripts/gpu-tests.sh runs them.
 #include "gpu_contract_case.hpp"
+#include "gpu_prefill_case.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -14,24 +15,6 @@ using namespace kda::test;
 using kda::reference::testing::ProblemSpec;
 
 namespace {
-
-ProblemSpec packed(std::vector<std::int64_t> lengths, std::int64_t heads) {
-  ProblemSpec s;
-  s.heads = heads;
-  s.seqlens = std::move(lengths);
-  for (std::int64_t l : s.seqlens) {
-    s.tokens += l;
-  }
-  return s;
-}
-
-ProblemSpec fixed(std::int64_t batch, std::int64_t tokens, std::int64_t heads) {
-  ProblemSpec s;
-  s.batch = batch;
-  s.tokens = tokens;
-  s.heads = heads;
-  return s;
-}
 
 ContractReport run(ContractCase c) {
   const ContractReport r = run_contract_case(c);

@@ -4,7 +4,7 @@
 // same inputs; what a plan or a capture must refuse is refused.
 #include "device_problem.hpp"
 #include "reference/reference_problem.hpp"
-#include "runtime/kda_c.h"
+#include "c_args.hpp"
 #include "runtime/workspace_bindings.hpp"
 
 #include "compiler/errors.hpp"
@@ -97,26 +97,7 @@ TEST_CASE("gpu plan: run gives the eager call's bits; signature, workspace and c
   }
   // the C API: create, size, run, destroy
   {
-    kda_prefill_args c;
-    kda_prefill_args_init(&c);
-    const PrefillArgs a = p.args(nullptr);
-    auto t = [](const TensorRef& r, kda_dtype d) {
-      kda_tensor x{};
-      x.data = r.data;
-      x.dtype = d;
-      x.rank = static_cast<std::int32_t>(r.shape.size());
-      std::copy(r.shape.begin(), r.shape.end(), x.shape);
-      return x;
-    };
-    c.q = t(a.q, KDA_BF16);
-    c.k = t(a.k, KDA_BF16);
-    c.v = t(a.v, KDA_BF16);
-    c.g = t(a.g, KDA_BF16);
-    c.beta = t(a.beta, KDA_BF16);
-    c.a_log = t(a.a_log, KDA_FP32);
-    c.dt_bias = t(a.dt_bias, KDA_FP32);
-    c.initial_state = t(a.initial_state, KDA_BF16);
-    c.out = t(a.out, KDA_BF16);
+    const kda_prefill_args c = c_args(p.args(nullptr));
     kda_plan handle = nullptr;
     REQUIRE(kda_plan_create(&c, &handle) == KDA_OK);
     std::int64_t bytes = 0;

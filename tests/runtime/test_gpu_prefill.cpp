@@ -18,16 +18,6 @@ using kda::reference::testing::ProblemSpec;
 
 namespace {
 
-ProblemSpec packed(std::vector<std::int64_t> lengths, std::int64_t heads) {
-  ProblemSpec s;
-  s.heads = heads;
-  s.seqlens = std::move(lengths);
-  for (std::int64_t l : s.seqlens) {
-    s.tokens += l;
-  }
-  return s;
-}
-
 void report(const GpuCase& c, const GpuCaseReport& r) {
   WARN(c.label << ": " << r.schedule << " on " << r.target << ", rel RMS worst (seq, head) out " << r.worst_output_rel_rms
                << " state " << r.worst_state_rel_rms << ", whole out " << r.whole_output_rel_rms << " state "

@@ -3,7 +3,7 @@
 // bit-identical (poisoned output stays poisoned).
 #include "device_array.hpp"
 #include "runtime/kda.hpp"
-#include "runtime/kda_c.h"
+#include "c_args.hpp"
 
 #include "compiler/errors.hpp"
 
@@ -14,6 +14,7 @@
 
 using namespace kda;
 using kda::test::DeviceArray;
+using kda::test::c_args;
 
 namespace {
 
@@ -141,29 +142,9 @@ TEST_CASE("gpu: refused serving-engine arguments launch nothing and leave every 
   CHECK(rows_poisoned());
 
   // through the C API: its new fields reach the checks (seq_order needs packed input)
-  kda_prefill_args ca;
-  kda_prefill_args_init(&ca);
-  auto c_tensor = [](const TensorRef& t, kda_dtype dtype) {
-    kda_tensor out{};
-    out.data = t.data;
-    out.dtype = dtype;
-    out.rank = static_cast<std::int32_t>(t.shape.size());
-    for (std::size_t i = 0; i < t.shape.size(); ++i) {
-      out.shape[i] = t.shape[i];
-    }
-    return out;
-  };
-  const PrefillArgs a = c.args();
-  ca.q = c_tensor(a.q, KDA_BF16);
-  ca.k = c_tensor(a.k, KDA_BF16);
-  ca.v = c_tensor(a.v, KDA_BF16);
-  ca.g = c_tensor(a.g, KDA_BF16);
-  ca.beta = c_tensor(a.beta, KDA_BF16);
-  ca.a_log = c_tensor(a.a_log, KDA_FP32);
-  ca.dt_bias = c_tensor(a.dt_bias, KDA_FP32);
-  ca.initial_state = c_tensor(a.initial_state, KDA_BF16);
-  ca.out = c_tensor(a.out, KDA_BF16);
-  ca.seq_order = c_tensor(TensorRef::contiguous(indices.data(), ElementType::i32, {1}), KDA_INT32);
+  PrefillArgs fixed_with_order = c.args();
+  fixed_with_order.seq_order = TensorRef::contiguous(indices.data(), ElementType::i32, {1});
+  const kda_prefill_args ca = c_args(fixed_with_order);
   CHECK(kda_recurrent_prefill(&ca, nullptr, nullptr, nullptr, nullptr) == KDA_ERROR_TENSOR);
   CHECK_THAT(std::string(kda_last_error()), Catch::Contains("argument 'seq_order': is for packed input"));
   check_untouched(c, state_before);
