@@ -281,9 +281,6 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
 
   CheckpointCursor checkpoints = checkpoint_cursor();
   for (i64 c = 0; c < chunks; ++c) {
-    if (kda_plan::CHECKPOINTS) {
-      store_checkpoint(p, checkpoints, n, h, m0, c, acc); // the state before chunk c, while its record may be in flight
-    }
     const int slot_index = static_cast<int>(c % S);
     u8* const slot = smem + slot_index * R::STAGE_BYTES;
     mbarrier_wait(full + slot_index, static_cast<u32>((c / S) & 1));
@@ -324,8 +321,12 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
       wgmma_m64k16_rs(o, sa[ks], kq + ((k_bytes + k_qd_rows) >> 4), ks > 0 ? 1 : 0);
     }
     wgmma_commit();
-    // off the chain while the projections are in flight: chunk c - 1's output
-    // (o_prev is no wgmma operand)
+    // off the chain while the projections are in flight: the state before
+    // chunk c as a checkpoint row, from its bf16 copy (the projections only
+    // read it), and chunk c - 1's output (o_prev is no wgmma operand)
+    if (kda_plan::CHECKPOINTS) {
+      store_checkpoint_fragments(p, checkpoints, n, h, v_row, c, sa);
+    }
     if (c > 0) {
       stage_output(c - 1);
     }
