@@ -1,6 +1,6 @@
-// GPU tests of the serving-engine contract (issue 21; spec sections 1.4, 1.5
-// and 8): state pools, native checkpoints and the caller's seq_order through
-// the public API, for every family that runs here (wgmma, warp_mma) and the
+// GPU tests of the serving-engine contract (spec sections 1.4, 1.5 and 8):
+// state pools, native checkpoints and the caller's seq_order through the
+// public API, for every family that runs here (wgmma, warp_mma) and the
 // tcgen05 plans through their sm_90a proxy, against the fp64 reference
 // (gpu_contract_case.hpp has the tolerances). scripts/gpu-tests.sh runs them.
 #include "gpu_contract_case.hpp"

@@ -1,4 +1,4 @@
-// kda::PrefillPlan on the GPU (issue 21, item 4): a run gives the eager call's
+// kda::PrefillPlan on the GPU: a run gives the eager call's
 // bits; a captured run replayed 50 times with new input and metadata contents
 // at the same addresses gives, each time, the bits of an eager call on the
 // same inputs; what a plan or a capture must refuse is refused.

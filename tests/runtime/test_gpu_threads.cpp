@@ -1,4 +1,4 @@
-// Eager calls from several host threads at once (issue 21, item 5): each
+// Eager calls from several host threads at once: each
 // thread on its own stream, all on CU_STREAM_PER_THREAD (a different stream on
 // every thread, so a different workspace), and all on the legacy default
 // stream (one stream, one workspace the calls take turns on). Each thread runs
