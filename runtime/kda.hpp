@@ -58,8 +58,11 @@ struct PrefillResult {
 /// 2^31 - 1 sequences, the kernels' grid limits). An initial state is updated in
 /// place even when output_final_state is false; without one, a final state is
 /// written only when output_final_state is true (into args.final_state or an
-/// allocated bf16 buffer). Throws ToolchainError, CacheError, ScheduleError or
-/// InternalError for problems that are not the caller's arguments.
+/// allocated bf16 buffer). Eager only: a call while args.stream is being
+/// captured into a CUDA graph is refused (TensorError on "stream"; capture
+/// PrefillPlan::run instead). Throws ToolchainError, CacheError,
+/// ScheduleError or InternalError for problems that are not the caller's
+/// arguments.
 PrefillResult recurrent_kda_prefill(const PrefillArgs& args, const PrefillOptions& options = {});
 
 /// A prefill planned once for one call signature and run many times: the

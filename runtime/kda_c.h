@@ -71,7 +71,9 @@ typedef struct kda_buffer_s* kda_buffer;
  * checkpoints, and struct_size = sizeof(kda_prefill_args). */
 void kda_prefill_args_init(kda_prefill_args* args);
 
-/* Runs the prefill. out_ptr / final_state_ptr (may be NULL) receive the output
+/* Runs the prefill (eagerly: refused while args->stream is being captured
+ * into a CUDA graph; capture kda_plan_run instead). out_ptr / final_state_ptr
+ * (may be NULL) receive the output
  * and final-state device pointers; out_buffer / final_state_buffer (may be
  * NULL only when the caller provides the corresponding tensor) receive handles
  * to memory kdajit allocated (NULL when nothing was allocated). */
