@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+#include <chrono>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -153,7 +155,46 @@ const LoadedDriver& loaded_driver() {
   return k_driver;
 }
 
+thread_local DriverCallTally t_tally;
+std::atomic<bool> g_metering{false};
+
+// An entry point that counts itself: calls the driver's own through the
+// loaded table and adds the time to the calling thread's tally.
+template <auto Entry>
+struct Metered;
+
+template <typename R, typename... A, R (*DriverApi::*Entry)(A...)>
+struct Metered<Entry> {
+  static R call(A... a) {
+    const auto begin = std::chrono::steady_clock::now();
+    R r = (loaded_driver().api.*Entry)(a...);
+    t_tally.nanoseconds +=
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin).count();
+    ++t_tally.calls;
+    return r;
+  }
+};
+
+const DriverApi& metered_api() {
+  static const DriverApi k_api = [] {
+    DriverApi api;
+#define KDA_DRIVER_METER(name) api.name = &Metered<&DriverApi::name>::call;
+    KDA_DRIVER_ENTRY_POINTS(KDA_DRIVER_METER)
+#undef KDA_DRIVER_METER
+    return api;
+  }();
+  return k_api;
+}
+
 } // namespace
+
+void set_driver_metering(bool on) {
+  g_metering.store(on, std::memory_order_relaxed);
+}
+
+DriverCallTally driver_call_tally() {
+  return t_tally;
+}
 
 std::string DriverStatus::to_string() const {
   if (!available) {
@@ -172,7 +213,7 @@ const DriverApi& driver_api() {
   if (!d.status.available) {
     throw ToolchainError(fmt::format("the CUDA driver is unavailable: {}", d.status.to_string()));
   }
-  return d.api;
+  return g_metering.load(std::memory_order_relaxed) ? metered_api() : d.api;
 }
 
 std::string describe_cu_result(CUresult result) {

@@ -14,6 +14,7 @@
 
 #include <cuda.h>
 
+#include <cstdint>
 #include <string>
 
 namespace kda::runtime {
@@ -60,6 +61,20 @@ const DriverStatus& driver_status();
 /// The resolved entry points; throws ToolchainError with driver_status()'s
 /// reason when the driver is unavailable.
 const DriverApi& driver_api();
+
+/// Driver-call metering, for host-time measurements (`kdajit bench`): while
+/// it is on, every entry point of driver_api() counts its calls and the time
+/// spent in them, per calling thread. Off by default (then driver_api() hands
+/// out the driver's own entry points and nothing is counted).
+void set_driver_metering(bool on);
+
+struct DriverCallTally {
+  std::int64_t calls = 0;
+  std::int64_t nanoseconds = 0; ///< inside the driver's entry points
+};
+
+/// This thread's totals while metering was on (subtract two readings).
+DriverCallTally driver_call_tally();
 
 /// A failed driver call: the call's name, the CUresult's name and description.
 class DriverError : public ToolchainError {

@@ -78,9 +78,20 @@ PrefillResult recurrent_kda_prefill(const PrefillArgs& args, const PrefillOption
 /// tokens and N (packed: pad with zero-length sequences), H, the dtypes,
 /// strides, lower_bound, whether a state is read or written, the pool and
 /// its slot pitch, seq_order or not, the checkpoint interval, the options.
-/// Runs take the kernels one after the other (no prepare overlap). Thread
-/// safety: one plan may be run from several threads on different streams,
-/// each with its own workspace.
+/// A schedule with `prepare_overlap` runs its prepare kernel beside the
+/// recurrence where the eager call would (decided once, for the signature;
+/// prepare_overlapped()); its ready flags live in the workspace and are
+/// cleared on the device by every run, so replays of a captured run need
+/// nothing from the host. Graph rules for
+/// overlapped plans: instantiate with CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY
+/// (otherwise the recurrence loses its priority over the prepare kernel
+/// beside it and a replay is as slow as a sequential run, with the same
+/// results), and do not replay two graphs holding overlapped runs at the same
+/// time on one device (each recurrence waits on its own prepare kernel, and
+/// together they may hold every SM); make the plan with
+/// PrefillOptions::prepare_overlap = false where they could be.
+/// Thread safety: one plan may be run from several threads on different
+/// streams, each with its own workspace.
 class PrefillPlan {
 public:
   explicit PrefillPlan(const PrefillArgs& signature, const PrefillOptions& options = {});
@@ -95,6 +106,9 @@ public:
   std::int64_t workspace_bytes() const;
   const std::string& schedule() const;
   const std::string& target() const;
+  /// Whether runs take the prepare kernel beside the recurrence, and why (not).
+  bool prepare_overlapped() const;
+  const std::string& prepare_overlap_reason() const;
 
   /// Runs a call of the plan's signature (TensorError naming what differs
   /// otherwise). args.out is required (run allocates nothing), and so is

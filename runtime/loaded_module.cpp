@@ -113,15 +113,24 @@ void LoadedModule::set_max_dynamic_smem(std::string_view name, int bytes) {
 }
 
 void launch(CUfunction function, Dim3 grid, Dim3 block, unsigned dynamic_smem_bytes, CUstream stream, void** args,
-            StreamOrder order) {
-  if (order == StreamOrder::serialized) {
+            const LaunchAttributes& attributes) {
+  if (attributes.order == StreamOrder::serialized && !attributes.priority) {
     KDA_CU(cuLaunchKernel, function, grid.x, grid.y, grid.z, block.x, block.y, block.z, dynamic_smem_bytes, stream,
            args, nullptr);
     return;
   }
-  CUlaunchAttribute attribute{};
-  attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-  attribute.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchAttribute attribute[2] = {};
+  unsigned count = 0;
+  if (attributes.order == StreamOrder::programmatic) {
+    attribute[count].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute[count].value.programmaticStreamSerializationAllowed = 1;
+    ++count;
+  }
+  if (attributes.priority) {
+    attribute[count].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+    attribute[count].value.priority = *attributes.priority;
+    ++count;
+  }
   CUlaunchConfig config{};
   config.gridDimX = grid.x;
   config.gridDimY = grid.y;
@@ -131,8 +140,8 @@ void launch(CUfunction function, Dim3 grid, Dim3 block, unsigned dynamic_smem_by
   config.blockDimZ = block.z;
   config.sharedMemBytes = dynamic_smem_bytes;
   config.hStream = stream;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
+  config.attrs = attribute;
+  config.numAttrs = count;
   KDA_CU(cuLaunchKernelEx, &config, function, args, nullptr);
 }
 

@@ -7,6 +7,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,10 +79,19 @@ enum class StreamOrder {
                 ///< sm_90+): the kernel waits for its results itself (griddepcontrol.wait)
 };
 
+/// How a launch is made beyond its grid.
+struct LaunchAttributes {
+  StreamOrder order = StreamOrder::serialized;
+  /// The kernel's scheduling priority (CU_LAUNCH_ATTRIBUTE_PRIORITY) instead
+  /// of its stream's: a captured launch keeps it in the graph's kernel node,
+  /// where the stream's priority does not travel.
+  std::optional<int> priority;
+};
+
 /// Launches `function` on `stream`; `args` points to one pointer per kernel
 /// parameter. Throws DriverError when the launch is rejected (asynchronous
 /// faults surface at the next synchronizing call).
 void launch(CUfunction function, Dim3 grid, Dim3 block, unsigned dynamic_smem_bytes, CUstream stream, void** args,
-            StreamOrder order = StreamOrder::serialized);
+            const LaunchAttributes& attributes = {});
 
 } // namespace kda::runtime

@@ -13,6 +13,7 @@ struct Lane {
   CUstream side = nullptr;
   CUevent prepared = nullptr;
   CUevent finished = nullptr;
+  int priority = 0;
   std::mutex mutex;
 };
 
@@ -21,18 +22,15 @@ std::map<CUcontext, std::unique_ptr<Lane>> g_lanes;
 
 } // namespace
 
-OverlapLane acquire_overlap_lane() {
-  CUcontext context = runtime::ensure_current_context();
+OverlapLane acquire_overlap_lane(CUcontext context) {
   Lane* lane = nullptr;
   {
     std::lock_guard lock(g_mutex);
     std::unique_ptr<Lane>& slot = g_lanes[context];
     if (!slot) {
       auto created = std::make_unique<Lane>();
-      int least = 0;
-      int greatest = 0;
-      KDA_CU(cuCtxGetStreamPriorityRange, &least, &greatest);
-      KDA_CU(cuStreamCreateWithPriority, &created->side, CU_STREAM_NON_BLOCKING, greatest);
+      created->priority = greatest_stream_priority();
+      KDA_CU(cuStreamCreateWithPriority, &created->side, CU_STREAM_NON_BLOCKING, created->priority);
       KDA_CU(cuEventCreate, &created->prepared, CU_EVENT_DISABLE_TIMING);
       KDA_CU(cuEventCreate, &created->finished, CU_EVENT_DISABLE_TIMING);
       slot = std::move(created);
@@ -44,7 +42,15 @@ OverlapLane acquire_overlap_lane() {
   out.side = lane->side;
   out.prepared = lane->prepared;
   out.finished = lane->finished;
+  out.priority = lane->priority;
   return out;
+}
+
+int greatest_stream_priority() {
+  int least = 0;
+  int greatest = 0;
+  KDA_CU(cuCtxGetStreamPriorityRange, &least, &greatest);
+  return greatest;
 }
 
 bool stream_is_capturing(void* stream) {

@@ -21,10 +21,15 @@ struct OverlapLane {
   CUstream side = nullptr;      ///< highest priority the context offers
   CUevent prepared = nullptr;   ///< recorded on the caller's stream after the leading prepare kernel
   CUevent finished = nullptr;   ///< recorded on `side` after the recurrence
+  int priority = 0;             ///< `side`'s
   std::unique_lock<std::mutex> lock;
 };
 
-OverlapLane acquire_overlap_lane();
+/// The lane of `context` (the current one, whose lane it creates on first use).
+OverlapLane acquire_overlap_lane(CUcontext context);
+
+/// The greatest (most urgent) stream priority of the current context.
+int greatest_stream_priority();
 
 /// Whether `stream` is being captured into a CUDA graph.
 bool stream_is_capturing(void* stream);

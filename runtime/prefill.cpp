@@ -1,6 +1,7 @@
 #include "runtime/kda.hpp"
 
 #include "compiler/errors.hpp"
+#include "runtime/context.hpp"
 #include "runtime/cuda_driver.hpp"
 #include "runtime/overlap_streams.hpp"
 #include "runtime/prefill_call.hpp"
@@ -102,12 +103,15 @@ PrefillResult recurrent_kda_prefill(const PrefillArgs& args, const PrefillOption
   StreamLease scratch = lease_stream_scratch(args.stream);
   buffers.workspace = static_cast<std::uint8_t*>(scratch.workspace(call_workspace_bytes(plan, p)));
   ArgValues values = call_values(plan, p, args, buffers);
-  const OverlapDecision overlap = decide_overlap(plan, *k.module, s, args, options);
+  const OverlapDecision overlap = decide_overlap(plan, *k.module, s, options);
   result.prepare_overlapped = overlap.overlap;
   result.prepare_overlap_reason = overlap.reason;
   const CUstream stream = static_cast<CUstream>(args.stream);
   if (overlap.overlap) {
-    launch_overlapped(plan, *k.module, p, overlap, values, stream, scratch);
+    const ReadyFlags flags = scratch.ready_flags(workspace_records(plan, p));
+    const OverlapLane lane = acquire_overlap_lane(runtime::ensure_current_context());
+    launch_overlapped(plan, *k.module, p, overlap, values, stream,
+                      OverlapChannel{lane.side, lane.prepared, lane.finished, flags, lane.priority});
   } else {
     launch_sequential(plan, *k.module, p, values, stream);
   }

@@ -119,14 +119,6 @@ runtime::Dim3 grid_of(const EntryPlan& e, const ProblemShape& p, const KernelPla
   return {1, 1, 1};
 }
 
-// Records of the workspace: an upper bound of the chunks of all sequences x heads.
-std::int64_t workspace_records(const KernelPlan& plan, const ProblemShape& p) {
-  const std::int64_t chunk = plan.tiles.chunk_size;
-  const std::int64_t chunks = p.layout == LayoutKind::fixed ? p.num_seqs * ((p.seq_len + chunk - 1) / chunk)
-                                                            : p.total_tokens / chunk + p.num_seqs;
-  return chunks * p.heads;
-}
-
 // The sequence table at the workspace's start: chunk offsets (N + 1 int32)
 // and the packed layout's sequence order (N int32, common/sequences),
 // rounded up to 256 bytes.
@@ -187,15 +179,23 @@ bool launches(const EntryPlan& e, const ProblemShape& p) {
 // `order`: programmatic only where the kernel before it on `stream` is this
 // call's (the sequential path) and the plan asks for it.
 void launch_entry(const runtime::LoadedModule& module, const EntryPlan& e, runtime::Dim3 grid,
-                  std::vector<std::uint8_t>& params, CUstream stream,
-                  runtime::StreamOrder order = runtime::StreamOrder::serialized) {
-  void* kernel_args[] = {params.data()};
+                  const std::vector<std::uint8_t>& params, CUstream stream,
+                  const runtime::LaunchAttributes& attributes = {}) {
+  void* kernel_args[] = {const_cast<std::uint8_t*>(params.data())}; // the driver copies the struct
   runtime::launch(module.function(e.entry_name).function, grid, {static_cast<unsigned>(e.launch.threads), 1, 1},
-                  static_cast<unsigned>(e.launch.dynamic_smem), stream, kernel_args, order);
+                  static_cast<unsigned>(e.launch.dynamic_smem), stream, kernel_args, attributes);
 }
 
 
 } // namespace
+
+// An upper bound of the chunks of all sequences x heads.
+std::int64_t workspace_records(const KernelPlan& plan, const ProblemShape& p) {
+  const std::int64_t chunk = plan.tiles.chunk_size;
+  const std::int64_t chunks = p.layout == LayoutKind::fixed ? p.num_seqs * ((p.seq_len + chunk - 1) / chunk)
+                                                            : p.total_tokens / chunk + p.num_seqs;
+  return chunks * p.heads;
+}
 
 std::optional<int> device_of_pointer(const void* p) {
   int ordinal = -1;
@@ -229,7 +229,7 @@ std::int64_t call_workspace_bytes(const KernelPlan& plan, const ProblemShape& p)
 }
 
 OverlapDecision decide_overlap(const KernelPlan& plan, const runtime::LoadedModule& module, const CallSetup& s,
-                               const PrefillArgs& args, const PrefillOptions& options) {
+                               const PrefillOptions& options) {
   const ProblemShape& p = s.problem;
   const EntryPlan* prepare = entry_with_role(plan, KernelRole::prepare);
   const EntryPlan* recurrence = entry_with_role(plan, KernelRole::recurrence);
@@ -258,7 +258,6 @@ OverlapDecision decide_overlap(const KernelPlan& plan, const runtime::LoadedModu
     r.chunk_grid_extent = (p.total_tokens + chunk - 1) / chunk;
   }
   r.allowed = options.prepare_overlap;
-  r.capturing = false; // an eager call during capture is refused before this, a planned run never overlaps
   if (r.pairs == 0 || r.chunk_grid_extent == 0) {
     OverlapDecision none;
     none.reason = "off: no chunks";
@@ -282,42 +281,42 @@ OverlapDecision decide_overlap(const KernelPlan& plan, const runtime::LoadedModu
 }
 
 // The overlapped launch (runtime/prepare_overlap.hpp): chunk offsets and the
-// leading prepare kernel on the caller's stream; the recurrence on the
-// context's high-priority lane, forked after the leading prepare; the rest of
-// the chunks prepared beside it; the caller's stream joined to the lane.
+// leading prepare kernel on the caller's stream; the recurrence on the side
+// stream, forked after the leading prepare; the rest of the chunks prepared
+// beside it; the caller's stream joined to the side stream.
 void launch_overlapped(const KernelPlan& plan, const runtime::LoadedModule& module, const ProblemShape& p,
-                       const OverlapDecision& decision, ArgValues values, CUstream stream, StreamLease& scratch) {
+                       const OverlapDecision& decision, ArgValues& values, CUstream stream,
+                       const OverlapChannel& channel) {
   const EntryPlan* prepare = entry_with_role(plan, KernelRole::prepare);
   const EntryPlan* recurrence = entry_with_role(plan, KernelRole::recurrence);
-  const ReadyFlags flags = scratch.ready_flags(workspace_records(plan, p));
-  values.set("ready_flags", static_cast<const void*>(flags.flags));
-  values.set("ready_epoch", static_cast<std::int32_t>(flags.epoch));
+  values.set("ready_flags", static_cast<const void*>(channel.flags.flags));
+  values.set("ready_epoch", static_cast<std::int32_t>(channel.flags.epoch));
   values.set("chunk_major", std::int32_t{1});
   values.set("chunk_begin", std::int32_t{0});
-  std::vector<std::uint8_t> params = pack_args(plan.abi, values);
   for (const EntryPlan& e : plan.entries) {
     if (e.role == KernelRole::sequence_table && launches(e, p)) {
-      launch_entry(module, e, grid_of(e, p, plan), params, stream);
+      launch_entry(module, e, grid_of(e, p, plan), values.packed(), stream);
     }
   }
   auto prepare_grid = [&](std::int64_t count) {
     return runtime::Dim3{static_cast<unsigned>(p.heads), static_cast<unsigned>(p.num_seqs),
                          static_cast<unsigned>(count)};
   };
-  launch_entry(module, *prepare, prepare_grid(decision.lead_chunks), params, stream);
-  OverlapLane lane = acquire_overlap_lane();
-  KDA_CU(cuEventRecord, lane.prepared, stream);
+  launch_entry(module, *prepare, prepare_grid(decision.lead_chunks), values.packed(), stream);
+  KDA_CU(cuEventRecord, channel.prepared, stream);
   // The rest of the chunks are enqueued before the recurrence that waits for
   // them, and nothing orders them after it: where kernels run one at a time
   // (CUDA_LAUNCH_BLOCKING, a sanitizer) every flag is set before the
   // recurrence starts; otherwise both start when the leading prepare ends.
   values.set("chunk_begin", static_cast<std::int32_t>(decision.lead_chunks));
-  params = pack_args(plan.abi, values);
+  const std::vector<std::uint8_t>& params = values.packed();
   launch_entry(module, *prepare, prepare_grid(decision.chunk_extent - decision.lead_chunks), params, stream);
-  KDA_CU(cuStreamWaitEvent, lane.side, lane.prepared, 0u);
-  launch_entry(module, *recurrence, grid_of(*recurrence, p, plan), params, lane.side);
-  KDA_CU(cuEventRecord, lane.finished, lane.side);
-  KDA_CU(cuStreamWaitEvent, stream, lane.finished, 0u);
+  KDA_CU(cuStreamWaitEvent, channel.side, channel.prepared, 0u);
+  // the side stream's priority, explicitly: a captured launch keeps it
+  launch_entry(module, *recurrence, grid_of(*recurrence, p, plan), params, channel.side,
+               {runtime::StreamOrder::serialized, channel.priority});
+  KDA_CU(cuEventRecord, channel.finished, channel.side);
+  KDA_CU(cuStreamWaitEvent, stream, channel.finished, 0u);
 }
 
 CallKernel prepare_call_kernel(const CallSetup& s, double lower_bound) {
@@ -331,8 +330,21 @@ CallKernel prepare_call_kernel(const CallSetup& s, double lower_bound) {
   return k;
 }
 
-ArgValues call_values(const KernelPlan& plan, const ProblemShape& p, const PrefillArgs& args, const CallBuffers& b) {
-  ArgValues values;
+ArgValues shape_values(const KernelPlan& plan, const ProblemShape& p, const PrefillArgs& args) {
+  ArgValues values(plan.abi); // set in the ABI's order
+  values.set("beta_token_stride", p.beta_token_stride).set("seq_len", p.seq_len).set("total_tokens", p.total_tokens);
+  values.set("num_seqs", static_cast<std::int32_t>(p.num_seqs)).set("heads", static_cast<std::int32_t>(p.heads));
+  values.set("offsets_i64", static_cast<std::int32_t>(p.offsets_i64 ? 1 : 0));
+  values.set("gate_scale", static_cast<float>(args.lower_bound * k_log2e));
+  values.set("ready_epoch", std::int32_t{0});
+  values.set("chunk_begin", std::int32_t{0}).set("chunk_major", std::int32_t{0});
+  values.set("state_slot_stride", p.state_slot_stride);
+  values.set("checkpoint_chunks", static_cast<std::int32_t>(p.checkpoint_interval / plan.tiles.chunk_size));
+  return values;
+}
+
+void set_call_values(ArgValues& values, const KernelPlan& plan, const ProblemShape& p, const PrefillArgs& args,
+                     const CallBuffers& b) {
   values.set("q", args.q.data).set("k", args.k.data).set("v", args.v.data).set("g", args.g.data);
   values.set("beta", args.beta.data).set("a_log", args.a_log.data).set("dt_bias", args.dt_bias.data);
   values.set("out", b.out);
@@ -340,26 +352,25 @@ ArgValues call_values(const KernelPlan& plan, const ProblemShape& p, const Prefi
   values.set("cu_seqlens", args.cu_seqlens.data);
   values.set("chunk_offsets", static_cast<const void*>(b.workspace));
   values.set("workspace", static_cast<const void*>(b.workspace + sequence_table_bytes(p)));
-  values.set("beta_token_stride", p.beta_token_stride).set("seq_len", p.seq_len).set("total_tokens", p.total_tokens);
-  values.set("num_seqs", static_cast<std::int32_t>(p.num_seqs)).set("heads", static_cast<std::int32_t>(p.heads));
-  values.set("offsets_i64", static_cast<std::int32_t>(p.offsets_i64 ? 1 : 0));
   values.set("scale", static_cast<float>(args.scale));
-  values.set("gate_scale", static_cast<float>(args.lower_bound * k_log2e));
-  values.set("ready_flags", static_cast<const void*>(nullptr)).set("ready_epoch", std::int32_t{0});
-  values.set("chunk_begin", std::int32_t{0}).set("chunk_major", std::int32_t{0});
-  values.set("state_indices", args.ssm_state_indices.data).set("state_slot_stride", p.state_slot_stride);
+  values.set("ready_flags", static_cast<const void*>(nullptr));
+  values.set("state_indices", args.ssm_state_indices.data);
   values.set("seq_order", args.seq_order.data);
   values.set("checkpoints", args.state_checkpoints.data).set("checkpoint_starts", args.checkpoint_cu_starts.data);
-  values.set("checkpoint_chunks", static_cast<std::int32_t>(p.checkpoint_interval / plan.tiles.chunk_size));
   if (plan.tile_tensor_maps) {
     set_tile_tensor_maps(*plan.tile_tensor_maps, plan, p, args, values);
   }
+}
+
+ArgValues call_values(const KernelPlan& plan, const ProblemShape& p, const PrefillArgs& args, const CallBuffers& b) {
+  ArgValues values = shape_values(plan, p, args);
+  set_call_values(values, plan, p, args, b);
   return values;
 }
 
 void launch_sequential(const KernelPlan& plan, const runtime::LoadedModule& module, const ProblemShape& p,
                        const ArgValues& values, CUstream stream) {
-  std::vector<std::uint8_t> params = pack_args(plan.abi, values);
+  const std::vector<std::uint8_t>& params = values.packed();
   bool first = true;
   for (const EntryPlan& e : plan.entries) {
     if (launches(e, p)) {
@@ -367,7 +378,7 @@ void launch_sequential(const KernelPlan& plan, const runtime::LoadedModule& modu
       // kernel before it would be the caller's)
       const bool early = e.launch.programmatic && !first;
       launch_entry(module, e, grid_of(e, p, plan), params, stream,
-                   early ? runtime::StreamOrder::programmatic : runtime::StreamOrder::serialized);
+                   {early ? runtime::StreamOrder::programmatic : runtime::StreamOrder::serialized, std::nullopt});
       first = false;
     }
   }

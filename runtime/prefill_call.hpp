@@ -62,8 +62,18 @@ struct CallBuffers {
   std::uint8_t* workspace = nullptr;
 };
 
-/// Every argument value of the plan's ABI for this call (the sequential
-/// path's: no ready flags).
+/// The argument values a call's shape decides (equal for every call of a
+/// plan's signature): sizes, strides, gate scale, checkpoint interval.
+ArgValues shape_values(const KernelPlan& plan, const ProblemShape& p, const PrefillArgs& args);
+
+/// The values that may change from call to call of one signature: every
+/// address, the workspace's, the q scale, the TMA tensor maps (the
+/// sequential path's: no ready flags).
+void set_call_values(ArgValues& values, const KernelPlan& plan, const ProblemShape& p, const PrefillArgs& args,
+                     const CallBuffers& buffers);
+
+/// Every argument value of the plan's ABI for this call: shape_values, then
+/// set_call_values.
 ArgValues call_values(const KernelPlan& plan, const ProblemShape& p, const PrefillArgs& args, const CallBuffers& buffers);
 
 /// The plan's entries one after the other on `stream`.
@@ -72,10 +82,27 @@ void launch_sequential(const KernelPlan& plan, const runtime::LoadedModule& modu
 
 /// Whether and how the prepare kernel runs beside the recurrence.
 OverlapDecision decide_overlap(const KernelPlan& plan, const runtime::LoadedModule& module, const CallSetup& s,
-                               const PrefillArgs& args, const PrefillOptions& options);
+                               const PrefillOptions& options);
 
-/// The overlapped launch (runtime/prepare_overlap.hpp), with the stream's ready flags.
+/// What an overlapped launch forks to and the flags it hands records over
+/// with; the caller holds whatever lock makes the side stream and events its
+/// own until the launch is enqueued.
+struct OverlapChannel {
+  CUstream side = nullptr;    ///< runs the recurrence
+  CUevent prepared = nullptr; ///< recorded on the caller's stream after the leading prepare kernel
+  CUevent finished = nullptr; ///< recorded on `side` after the recurrence
+  ReadyFlags flags;           ///< one per record, none holding `flags.epoch` yet
+  int priority = 0;           ///< `side`'s, given to the recurrence's launch
+};
+
+/// The overlapped launch (runtime/prepare_overlap.hpp); sets the overlap's
+/// values (ready flags, chunk order and range) in `values`.
 void launch_overlapped(const KernelPlan& plan, const runtime::LoadedModule& module, const ProblemShape& p,
-                       const OverlapDecision& decision, ArgValues values, CUstream stream, StreamLease& scratch);
+                       const OverlapDecision& decision, ArgValues& values, CUstream stream,
+                       const OverlapChannel& channel);
+
+/// Records of the workspace (the ready flags' count): an upper bound of the
+/// chunks of all sequences x heads.
+std::int64_t workspace_records(const KernelPlan& plan, const ProblemShape& p);
 
 } // namespace kda

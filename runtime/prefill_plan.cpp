@@ -4,52 +4,89 @@
 
 #include "compiler/errors.hpp"
 #include "runtime/context.hpp"
+#include "runtime/cuda_driver.hpp"
+#include "runtime/overlap_streams.hpp"
 #include "runtime/prefill_call.hpp"
 #include "runtime/workspace_bindings.hpp"
 
 #include <fmt/format.h>
 
 #include <array>
+#include <mutex>
+#include <optional>
 #include <tuple>
 
 namespace kda {
+
+// A plan whose schedule runs its prepare kernel beside the recurrence keeps
+// the ready flags in the caller's workspace, after the call's own bytes. The
+// leading prepare kernel clears them on the device (common/ready_flags), so
+// every run, and every replay of a captured one, waits for the constant
+// epoch 1 whatever the workspace held: nothing a graph freezes changes.
+// Outside capture the recurrence goes through the context's overlap lane, as
+// eager calls do; under capture through the plan's own side stream, which a
+// capture keeps until it ends (so no other work may use it meanwhile).
+struct CaptureLane {
+  CUstream side = nullptr;
+  int priority = 0;
+  CUevent prepared = nullptr;
+  CUevent finished = nullptr;
+  std::mutex mutex; ///< held while a captured run forks to and joins `side`
+};
 
 struct PrefillPlan::State {
   CallSetup setup;      ///< the signature's shape and route
   ProblemShape problem; ///< a copy: the route memo owns setup.route
   CallKernel kernel;
+  std::optional<ArgValues> shape_values; ///< the signature's; a run sets its own addresses on a copy
   void* context = nullptr;
   std::int64_t workspace_bytes = 0;
+  OverlapDecision overlap;
+  std::int64_t flags_offset = 0; ///< where the ready flags start in the workspace
+  std::int64_t flag_count = 0;
+  CaptureLane capture;
   std::string schedule;
   std::string target;
+
+  ~State() {
+    if (capture.side != nullptr && runtime::driver_status().available) {
+      const runtime::DriverApi& api = runtime::driver_api();
+      api.cuEventDestroy(capture.prepared);
+      api.cuEventDestroy(capture.finished);
+      api.cuStreamDestroy(capture.side);
+    }
+  }
 };
 
 namespace {
 
-// The first field where a call's shape differs from the plan's signature.
+// The first field where a call's shape differs from the plan's signature
+// (compared as values; text only for the message).
 void require_signature(const ProblemShape& want, const ProblemShape& got) {
-  auto differ = [](const char* what, const auto& a, const auto& b) {
+  auto differ = [](const char* what, const auto& a, const auto& b, auto text) {
     if (a != b) {
       throw TensorError("args", fmt::format("{} {} differs from the plan's {}: a PrefillPlan runs only calls of the "
                                             "signature it was made for",
-                                            what, b, a));
+                                            what, text(b), text(a)));
     }
   };
-  differ("layout", std::string(to_string(want.layout)), std::string(to_string(got.layout)));
-  differ("B", want.batch, got.batch);
-  differ("T", want.seq_len, got.seq_len);
-  differ("heads", want.heads, got.heads);
-  differ("sequences", want.num_seqs, got.num_seqs);
-  differ("cu_seqlens int64", want.offsets_i64, got.offsets_i64);
-  differ("beta token stride", want.beta_token_stride, got.beta_token_stride);
-  differ("initial state", want.state_in, got.state_in);
-  differ("state written", want.state_out, got.state_out);
-  differ("state dtype", std::string(to_string(want.state_dtype)), std::string(to_string(got.state_dtype)));
-  differ("state pool", want.state_pool, got.state_pool);
-  differ("state slot pitch", want.state_slot_stride, got.state_slot_stride);
-  differ("seq_order", want.seq_order, got.seq_order);
-  differ("checkpoint interval", want.checkpoint_interval, got.checkpoint_interval);
-  differ("lower_bound", want.lower_bound.value_or(0.0), got.lower_bound.value_or(0.0));
+  const auto as_is = [](const auto& x) { return x; };
+  const auto name = [](const auto& x) { return std::string(to_string(x)); };
+  differ("layout", want.layout, got.layout, name);
+  differ("B", want.batch, got.batch, as_is);
+  differ("T", want.seq_len, got.seq_len, as_is);
+  differ("heads", want.heads, got.heads, as_is);
+  differ("sequences", want.num_seqs, got.num_seqs, as_is);
+  differ("cu_seqlens int64", want.offsets_i64, got.offsets_i64, as_is);
+  differ("beta token stride", want.beta_token_stride, got.beta_token_stride, as_is);
+  differ("initial state", want.state_in, got.state_in, as_is);
+  differ("state written", want.state_out, got.state_out, as_is);
+  differ("state dtype", want.state_dtype, got.state_dtype, name);
+  differ("state pool", want.state_pool, got.state_pool, as_is);
+  differ("state slot pitch", want.state_slot_stride, got.state_slot_stride, as_is);
+  differ("seq_order", want.seq_order, got.seq_order, as_is);
+  differ("checkpoint interval", want.checkpoint_interval, got.checkpoint_interval, as_is);
+  differ("lower_bound", want.lower_bound.value_or(0.0), got.lower_bound.value_or(0.0), as_is);
 }
 
 // The workspace must not share bytes with a tensor the kernels read or write.
@@ -71,9 +108,22 @@ PrefillPlan::PrefillPlan(const PrefillArgs& signature, const PrefillOptions& opt
   m->setup = set_up_call(signature, options);
   m->problem = m->setup.problem;
   m->kernel = prepare_call_kernel(m->setup, signature.lower_bound);
-  m->workspace_bytes = call_workspace_bytes(m->kernel.plan(), m->problem);
-  m->schedule = m->kernel.plan().schedule_name;
-  m->target = m->kernel.plan().target.name;
+  const KernelPlan& plan = m->kernel.plan();
+  m->shape_values.emplace(shape_values(plan, m->problem, signature));
+  m->workspace_bytes = call_workspace_bytes(plan, m->problem);
+  m->schedule = plan.schedule_name;
+  m->target = plan.target.name;
+  m->overlap = decide_overlap(plan, *m->kernel.module, m->setup, options);
+  if (m->overlap.overlap) {
+    m->flags_offset = (m->workspace_bytes + 255) / 256 * 256;
+    m->flag_count = workspace_records(plan, m->problem);
+    m->workspace_bytes = m->flags_offset + m->flag_count * 4;
+    acquire_overlap_lane(static_cast<CUcontext>(m->context)); // created now, so that no run creates it
+    m->capture.priority = greatest_stream_priority();
+    KDA_CU(cuStreamCreateWithPriority, &m->capture.side, CU_STREAM_NON_BLOCKING, m->capture.priority);
+    KDA_CU(cuEventCreate, &m->capture.prepared, CU_EVENT_DISABLE_TIMING);
+    KDA_CU(cuEventCreate, &m->capture.finished, CU_EVENT_DISABLE_TIMING);
+  }
 }
 
 PrefillPlan::~PrefillPlan() {
@@ -105,6 +155,14 @@ const std::string& PrefillPlan::target() const {
   return m->target;
 }
 
+bool PrefillPlan::prepare_overlapped() const {
+  return m->overlap.overlap;
+}
+
+const std::string& PrefillPlan::prepare_overlap_reason() const {
+  return m->overlap.reason;
+}
+
 void PrefillPlan::run(const PrefillArgs& args, void* workspace, std::int64_t workspace_bytes) const {
   if (runtime::ensure_current_context() != m->context) {
     throw TensorError("args", "the current CUDA context is not the one the plan was made in");
@@ -134,7 +192,29 @@ void PrefillPlan::run(const PrefillArgs& args, void* workspace, std::int64_t wor
                                                                                            : nullptr);
   buffers.workspace = static_cast<std::uint8_t*>(workspace);
   const KernelPlan& plan = m->kernel.plan();
-  launch_sequential(plan, *m->kernel.module, p, call_values(plan, p, args, buffers), static_cast<CUstream>(args.stream));
+  ArgValues values = *m->shape_values;
+  set_call_values(values, plan, p, args, buffers);
+  const CUstream stream = static_cast<CUstream>(args.stream);
+  if (!m->overlap.overlap) {
+    launch_sequential(plan, *m->kernel.module, p, values, stream);
+    return;
+  }
+  const ReadyFlags flags{reinterpret_cast<std::uint32_t*>(buffers.workspace + m->flags_offset), 1};
+  if (!stream_is_capturing(stream)) {
+    const OverlapLane lane = acquire_overlap_lane(static_cast<CUcontext>(m->context));
+    launch_overlapped(plan, *m->kernel.module, p, m->overlap, values, stream,
+                      OverlapChannel{lane.side, lane.prepared, lane.finished, flags, lane.priority});
+    return;
+  }
+  std::lock_guard lock(m->capture.mutex);
+  if (stream_is_capturing(m->capture.side)) {
+    // another capture of this plan, not yet ended, holds the side stream
+    launch_sequential(plan, *m->kernel.module, p, values, stream);
+    return;
+  }
+  launch_overlapped(plan, *m->kernel.module, p, m->overlap, values, stream,
+                    OverlapChannel{m->capture.side, m->capture.prepared, m->capture.finished, flags,
+                                   m->capture.priority});
 }
 
 } // namespace kda

@@ -59,9 +59,6 @@ OverlapDecision decide_prepare_overlap(const PrepareOverlapModel& model, const O
   if (!r.allowed) {
     return refuse("off (PrefillOptions::prepare_overlap = false)");
   }
-  if (r.capturing) {
-    return refuse("off while the stream is captured into a CUDA graph");
-  }
   if (r.recurrence_ctas >= r.sm_count) {
     return refuse(fmt::format("off: {} recurrence CTAs leave none of the {} SMs to the prepare kernel they wait for",
                               r.recurrence_ctas, r.sm_count));

@@ -51,7 +51,6 @@ struct OverlapRequest {
   std::int64_t sequences = 0;
   std::int64_t chunks_per_sequence = 0;   ///< the model's n (fixed: exact; packed: the mean, rounded up)
   std::int64_t chunk_grid_extent = 0;     ///< local chunks the prepare grid must cover (the longest sequence's bound)
-  bool capturing = false;                 ///< the stream is being captured into a CUDA graph
   bool allowed = true;                    ///< PrefillOptions::prepare_overlap
 };
 

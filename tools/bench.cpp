@@ -5,7 +5,8 @@
 // warm-up calls, median of 100 calls timed with CUDA events, bf16 state given
 // and updated in place. --cold rotates buffer sets larger than L2 instead.
 // Also reports the first call's latency (kernel from the disk cache or NVRTC,
-// module load) and the host time of one call (dispatch overhead); with
+// module load) and the host time of one call (dispatch overhead: how many
+// driver calls it makes and its time outside them); with
 // --back-to-back also each workload's GPU time per call with the calls
 // enqueued back to back (the host's time before each call's first launch
 // hidden), which tells how much of the per-call figure is host time. --pool
@@ -116,19 +117,15 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
       out << fmt::format("first call {:.1f} ms (cache: {})\n", first_ms, stats.dump());
       // Dispatch overhead: host time of one enqueued call, kernel ready.
       const int calls = 200;
-      const PrefillArgs a = args_for(wl, wl.sets[0]);
-      const auto t1 = std::chrono::steady_clock::now();
-      for (int i = 0; i < calls; ++i) {
-        recurrent_kda_prefill(a, options);
-      }
-      const double host_us =
-          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t1).count() / calls;
-      KDA_CU(cuCtxSynchronize);
-      out << fmt::format("host time per call (dispatch, enqueue only) {:.2f} us\n", host_us);
+      auto host_line = [&](const char* what, CallPath path) {
+        const HostTime h = host_time_per_call(wl, calls, options, path);
+        out << fmt::format("host time per {} {:.2f} us ({:.1f} driver calls, {:.2f} us outside them)\n", what, h.us,
+                           h.driver_calls, h.outside_driver_us);
+      };
+      host_line("call (dispatch, enqueue only)", CallPath::eager);
       if (planned) {
-        out << fmt::format("host time per PrefillPlan::run {:.2f} us, per graph replay {:.2f} us\n",
-                           host_us_per_call(wl, calls, options, CallPath::planned),
-                           host_us_per_call(wl, calls, options, CallPath::graph));
+        host_line("PrefillPlan::run", CallPath::planned);
+        host_line("graph replay", CallPath::graph);
       }
       first = false;
     }

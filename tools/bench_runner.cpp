@@ -1,5 +1,7 @@
 #include "tools/bench_runner.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -160,6 +162,11 @@ namespace {
 class Caller {
 public:
   Caller(const Workload& wl, const PrefillOptions& options, CallPath path) : m_wl(wl), m_options(options), m_path(path) {
+    // the arguments are built once per buffer set, as an engine keeps its
+    // own: the host time per call is kdajit's
+    for (const CallBuffers& set : wl.sets) {
+      m_args.push_back(args_for(wl, set));
+    }
     if (path == CallPath::eager) {
       return;
     }
@@ -181,7 +188,10 @@ public:
       KDA_CU(cuStreamBeginCapture, m_stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
       m_plan->run(a, m_workspaces[i]->data(), m_plan->workspace_bytes());
       KDA_CU(cuStreamEndCapture, m_stream, &graph);
-      KDA_CU(cuGraphInstantiateWithFlags, &exec, graph, 0ull);
+      // node priorities kept (docs/runtime.md, graph rules): the overlapped
+      // recurrence runs ahead of the prepare kernel beside it
+      KDA_CU(cuGraphInstantiateWithFlags, &exec, graph,
+             static_cast<unsigned long long>(CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY));
       driver_api().cuGraphDestroy(graph);
       m_graphs.push_back(exec);
     }
@@ -199,30 +209,43 @@ public:
 
   /// The stream the calls run on.
   CUstream stream() const { return m_stream; }
-  /// Call i (buffer set i mod sets); returns "<schedule> on <target>" and how.
-  std::string call(int i) {
+  /// Call i (buffer set i mod sets).
+  void call(int i) {
     const std::size_t set = static_cast<std::size_t>(i) % m_wl.sets.size();
     if (m_path == CallPath::graph) {
       KDA_CU(cuGraphLaunch, m_graphs[set], m_stream);
-      return m_plan->schedule() + " on " + m_plan->target() + " (graph)";
+      return;
     }
-    const PrefillArgs a = args_for(m_wl, m_wl.sets[set]);
+    const PrefillArgs& a = m_args[set];
     if (m_path == CallPath::planned) {
       m_plan->run(a, m_workspaces[set]->data(), m_plan->workspace_bytes());
-      return m_plan->schedule() + " on " + m_plan->target() + " (planned)";
+      return;
     }
     const PrefillResult r = recurrent_kda_prefill(a, m_options);
-    return r.schedule + " on " + r.target + (r.prepare_overlapped ? " (overlapped)" : "");
+    if (m_description.empty()) {
+      m_description = r.schedule + " on " + r.target + (r.prepare_overlapped ? " (overlapped)" : "");
+    }
+  }
+  /// "<schedule> on <target>" and how, after the first call.
+  std::string description() const {
+    if (m_path == CallPath::eager) {
+      return m_description;
+    }
+    const char* how = m_path == CallPath::graph ? "graph" : "planned";
+    return fmt::format("{} on {} ({}{})", m_plan->schedule(), m_plan->target(), how,
+                       m_plan->prepare_overlapped() ? ", overlapped" : "");
   }
 
 private:
   const Workload& m_wl;
   PrefillOptions m_options;
   CallPath m_path;
+  std::vector<PrefillArgs> m_args;
   std::unique_ptr<PrefillPlan> m_plan;
   std::vector<std::unique_ptr<DeviceBytes>> m_workspaces;
   std::vector<CUgraphExec> m_graphs;
   CUstream m_stream = nullptr;
+  std::string m_description;
 };
 
 } // namespace
@@ -237,7 +260,7 @@ Timing time_calls(const Workload& wl, int warmup, int iters, const PrefillOption
   std::vector<double> ms;
   for (int i = 0; i < warmup + iters; ++i) {
     KDA_CU(cuEventRecord, start, caller.stream());
-    t.schedule = caller.call(i);
+    caller.call(i);
     KDA_CU(cuEventRecord, stop, caller.stream());
     KDA_CU(cuEventSynchronize, stop);
     float elapsed = 0.0f;
@@ -246,6 +269,7 @@ Timing time_calls(const Workload& wl, int warmup, int iters, const PrefillOption
       ms.push_back(elapsed);
     }
   }
+  t.schedule = caller.description();
   std::sort(ms.begin(), ms.end());
   t.median_ms = ms[ms.size() / 2];
   t.min_ms = ms.front();
@@ -254,17 +278,57 @@ Timing time_calls(const Workload& wl, int warmup, int iters, const PrefillOption
   return t;
 }
 
-double host_us_per_call(const Workload& wl, int calls, const PrefillOptions& options, CallPath path) {
+HostTime host_time_per_call(const Workload& wl, int calls, const PrefillOptions& options, CallPath path) {
   Caller caller(wl, options, path);
   caller.call(0);
   KDA_CU(cuCtxSynchronize);
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < calls; ++i) {
-    caller.call(0);
+  // Unmetered first, so that the figure is not the meter's; then metered, for
+  // the driver's share (read before the closing synchronisation).
+  runtime::DriverCallTally calls_made;
+  auto loop = [&] {
+    const runtime::DriverCallTally before = runtime::driver_call_tally();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) {
+      caller.call(0);
+    }
+    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    const runtime::DriverCallTally after = runtime::driver_call_tally();
+    calls_made = {after.calls - before.calls, after.nanoseconds - before.nanoseconds};
+    KDA_CU(cuCtxSynchronize);
+    return us / calls;
+  };
+  // The least of five loops of each kind: other work on the host only adds.
+  constexpr int k_loops = 5;
+  HostTime t;
+  t.us = loop();
+  for (int i = 1; i < k_loops; ++i) {
+    t.us = std::min(t.us, loop());
   }
-  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls;
-  KDA_CU(cuCtxSynchronize);
-  return us;
+  runtime::set_driver_metering(true);
+  double metered_us = loop();
+  runtime::DriverCallTally least = calls_made;
+  for (int i = 1; i < k_loops; ++i) {
+    const double us = loop();
+    if (us < metered_us) {
+      metered_us = us;
+      least = calls_made;
+    }
+  }
+  calls_made = least;
+  runtime::set_driver_metering(false);
+  t.driver_calls = static_cast<double>(calls_made.calls) / calls;
+  // A metered call reads the clock twice: about one read falls inside the
+  // interval it measures, the other outside; that one is the meter's.
+  constexpr int k_reads = 100'000;
+  const auto r0 = std::chrono::steady_clock::now();
+  std::int64_t odd = 0; // kept, so that the reads are made
+  for (int i = 0; i < k_reads; ++i) {
+    odd += std::chrono::steady_clock::now().time_since_epoch().count() & 1;
+  }
+  asm volatile("" : : "r"(odd));
+  const double read_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - r0).count() / k_reads;
+  t.outside_driver_us = metered_us - static_cast<double>(calls_made.nanoseconds) * 1e-3 / calls - t.driver_calls * read_us;
+  return t;
 }
 
 double time_back_to_back(const Workload& wl, int warmup, int calls, const PrefillOptions& options) {

@@ -81,9 +81,19 @@ enum class CallPath { eager, planned, graph };
 Timing time_calls(const Workload& wl, int warmup, int iters, const PrefillOptions& options = {},
                   CallPath path = CallPath::eager);
 
-/// Host microseconds per call of `calls` calls enqueued one after another on
-/// the path (the kernel ready; a context synchronisation after the loop).
-double host_us_per_call(const Workload& wl, int calls, const PrefillOptions& options, CallPath path);
+/// Host time of one call: the least of five loops of `calls` calls enqueued
+/// one after another on the path (the kernel ready; a context
+/// synchronisation after each loop), and the least of five more with
+/// the driver calls metered (runtime::set_driver_metering): how many a call
+/// makes, and the time it spends outside them (kdajit's own work; the
+/// meter's own clock reads taken off). The arguments are built before the
+/// loop, as an engine holds its own.
+struct HostTime {
+  double us = 0.0;             ///< per call
+  double driver_calls = 0.0;   ///< per call
+  double outside_driver_us = 0.0; ///< per call
+};
+HostTime host_time_per_call(const Workload& wl, int calls, const PrefillOptions& options, CallPath path);
 
 /// Milliseconds per call of `calls` calls enqueued back to back between two
 /// CUDA events (after `warmup` calls): each call's host time before its first

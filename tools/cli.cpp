@@ -104,8 +104,9 @@ usage:
       hidden behind the call before).
       --pool: the state is a pool of 2N slots (ssm_state_indices, every other
       slot); --checkpoint-every P: native checkpoints every P tokens;
-      --planned: also PrefillPlan::run and a CUDA graph of one run replayed,
-      with their host times.
+      --planned: also PrefillPlan::run and a CUDA graph of one run replayed.
+      The first workload's host time per call is printed for each path, with
+      the driver calls it makes and its time outside them.
   kdajit --help | help        this text
   kdajit --version            the version
 

@@ -189,6 +189,7 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
       kda_plan::LAYOUT_PACKED
           ? prepare_chunk_of_block_once(p, h, reinterpret_cast<i64*>(smem + P::CHUNK_INFO_OFFSET))
           : prepare_chunk_of_block(p, h);
+  clear_later_ready_flags(p, c.seq.first_chunk, (c.seq.length + C - 1) / C, c.chunk - c.seq.first_chunk, h);
   if (!c.exists) {
     return;
   }

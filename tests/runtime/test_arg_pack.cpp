@@ -14,34 +14,43 @@ using Catch::Contains;
 
 namespace {
 
-// A distinct value of the right type for every field of `abi`.
-ArgValues values_for(const ArgAbi& abi) {
-  ArgValues v;
+// A distinct value of the right type for every field of `abi`, in field order.
+std::vector<ArgValue> distinct_values(const ArgAbi& abi) {
+  std::vector<ArgValue> values;
   std::uintptr_t n = 1;
   for (const ArgField& f : abi.fields) {
     switch (f.type) {
     case ArgType::pointer:
-      v.set(f.name, reinterpret_cast<const void*>(0x7000'0000'0000 + n * 0x1010));
+      values.emplace_back(reinterpret_cast<const void*>(0x7000'0000'0000 + n * 0x1010));
       break;
     case ArgType::i64:
-      v.set(f.name, static_cast<std::int64_t>(0x0102'0304'0506'0708) + static_cast<std::int64_t>(n));
+      values.emplace_back(static_cast<std::int64_t>(0x0102'0304'0506'0708) + static_cast<std::int64_t>(n));
       break;
     case ArgType::i32:
-      v.set(f.name, static_cast<std::int32_t>(-1000 - static_cast<std::int32_t>(n)));
+      values.emplace_back(static_cast<std::int32_t>(-1000 - static_cast<std::int32_t>(n)));
       break;
     case ArgType::f32:
-      v.set(f.name, 0.25f * static_cast<float>(n));
+      values.emplace_back(0.25f * static_cast<float>(n));
       break;
     case ArgType::tensor_map: {
       TensorMapValue map{};
       for (std::size_t w = 0; w < map.size(); ++w) {
         map[w] = 0x1000'0000'0000'0000ull * n + w + 1;
       }
-      v.set(f.name, map);
+      values.emplace_back(map);
       break;
     }
     }
     ++n;
+  }
+  return values;
+}
+
+ArgValues values_for(const ArgAbi& abi) {
+  ArgValues v(abi);
+  const std::vector<ArgValue> values = distinct_values(abi);
+  for (std::size_t i = 0; i < abi.fields.size(); ++i) {
+    v.set(abi.fields[i].name, values[i]);
   }
   return v;
 }
@@ -96,12 +105,14 @@ TEST_CASE("arg pack: the ABI is naturally aligned and every field is distinct", 
 TEST_CASE("arg pack: every field is written at its offset with its bytes", "[runtime][arg_pack]") {
   const ArgAbi abi = plan_arg_abi(tensor_maps()); // with the tensor maps of TMA plans
   const ArgValues values = values_for(abi);
+  const std::vector<ArgValue> wanted = distinct_values(abi);
   const std::vector<std::uint8_t> bytes = pack_args(abi, values);
   REQUIRE(static_cast<std::int64_t>(bytes.size()) == abi.size);
   std::vector<bool> covered(bytes.size(), false);
-  for (const ArgField& f : abi.fields) {
+  for (std::size_t field = 0; field < abi.fields.size(); ++field) {
+    const ArgField& f = abi.fields[field];
     INFO(f.name << " at " << f.offset);
-    const ArgValue& want = *values.find(f.name);
+    const ArgValue& want = wanted[field];
     switch (f.type) {
     case ArgType::pointer:
       CHECK(read_at<const void*>(bytes, f.offset) == std::get<const void*>(want));
@@ -175,7 +186,7 @@ TEST_CASE("arg pack: extra values are ignored", "[runtime][arg_pack]") {
 TEST_CASE("arg pack: a missing value is an InternalError naming the field", "[runtime][arg_pack]") {
   const ArgAbi abi = plan_arg_abi();
   for (const ArgField& missing : abi.fields) {
-    ArgValues values;
+    ArgValues values(abi);
     const ArgValues all = values_for(abi);
     for (const ArgField& f : abi.fields) {
       if (f.name != missing.name) {
@@ -214,4 +225,18 @@ TEST_CASE("arg pack: a null pointer is a value", "[runtime][arg_pack]") {
   values.set("state_in", static_cast<const void*>(nullptr));
   const std::vector<std::uint8_t> bytes = pack_args(abi, values);
   CHECK(read_at<const void*>(bytes, abi.find("state_in")->offset) == nullptr);
+}
+
+TEST_CASE("arg pack: values set in any order pack the same bytes", "[runtime][arg_pack]") {
+  const TileTensorMapPlan maps = tensor_maps();
+  const ArgAbi abi = plan_arg_abi(maps);
+  const ArgValues in_order = values_for(abi);
+  ArgValues reversed(abi);
+  for (auto f = abi.fields.rbegin(); f != abi.fields.rend(); ++f) {
+    reversed.set(f->name, *in_order.find(f->name));
+  }
+  CHECK(pack_args(abi, reversed) == pack_args(abi, in_order));
+  // a copy of the ABI (another object) is matched by name
+  const ArgAbi copy = abi;
+  CHECK(pack_args(copy, reversed) == pack_args(abi, in_order));
 }

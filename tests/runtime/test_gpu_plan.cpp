@@ -8,8 +8,10 @@
 #include "runtime/workspace_bindings.hpp"
 
 #include "compiler/errors.hpp"
+#include "runtime/cuda_driver.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <numeric>
@@ -229,4 +231,85 @@ TEST_CASE("gpu plan: a captured run replayed 50 times with new contents equals e
   }
   CHECK(identical == 50);
   CHECK(unwritten_outputs == 0);
+}
+
+TEST_CASE("gpu plan: overlapped runs and their replays reset the ready flags on the device and equal eager calls",
+          "[gpu][plan][graph][contract]") {
+  DeviceProblem p(1, 8192, 64, 1101); // H64 fixed 8192: the eager call overlaps
+  const PrefillPlan plan(p.args(nullptr));
+  INFO(plan.prepare_overlap_reason());
+  REQUIRE(plan.prepare_overlapped());
+  DeviceArray workspace(static_cast<std::size_t>(plan.workspace_bytes()));
+  Stream s;
+  // Other contents at the same addresses before each call (two random
+  // problems in turn): a flag left set by the run before would let the
+  // recurrence read the old records.
+  const reference::testing::RandomProblem other(p.spec, 7001);
+  auto refill = [&](int round) {
+    const reference::testing::RandomProblem& from = round % 2 == 0 ? other : p.problem;
+    p.q.upload(from.q.data(), p.q.bytes());
+    p.k.upload(from.k.data(), p.k.bytes());
+    p.v.upload(from.v.data(), p.v.bytes());
+    p.g.upload(from.g.data(), p.g.bytes());
+    p.beta.upload(from.beta.data(), p.beta.bytes());
+  };
+  auto eager_result = [&] {
+    p.reset();
+    const PrefillResult r = recurrent_kda_prefill(p.args(s.s));
+    CHECK(r.prepare_overlapped);
+    return p.result();
+  };
+  int planned_identical = 0;
+  for (int round = 0; round < 3; ++round) {
+    refill(round);
+    const std::vector<std::uint8_t> eager = eager_result();
+    p.reset();
+    plan.run(p.args(s.s), workspace.data(), plan.workspace_bytes());
+    planned_identical += p.result() == eager ? 1 : 0;
+  }
+  CHECK(planned_identical == 3);
+
+  Graph graph;
+  KDA_CU(cuStreamBeginCapture, s.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  plan.run(p.args(s.s), workspace.data(), plan.workspace_bytes());
+  KDA_CU(cuStreamEndCapture, s.s, &graph.graph);
+  KDA_CU(cuGraphInstantiateWithFlags, &graph.exec, graph.graph,
+         static_cast<unsigned long long>(CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY));
+  int replays_identical = 0;
+  for (int round = 0; round < 6; ++round) {
+    refill(round);
+    const std::vector<std::uint8_t> eager = eager_result();
+    p.reset();
+    KDA_CU(cuGraphLaunch, graph.exec, s.s);
+    KDA_CU(cuStreamSynchronize, s.s);
+    replays_identical += p.result() == eager ? 1 : 0;
+  }
+  CHECK(replays_identical == 6);
+}
+
+TEST_CASE("gpu plan: a run makes no more driver calls than the eager call", "[gpu][plan][contract]") {
+  for (const auto& [tokens, heads] : {std::pair<std::int64_t, std::int64_t>{600, 8}, {8192, 64}}) {
+    DeviceProblem p(1, tokens, heads, 1201);
+    const PrefillPlan plan(p.args(nullptr));
+    DeviceArray workspace(static_cast<std::size_t>(plan.workspace_bytes()));
+    Stream s;
+    recurrent_kda_prefill(p.args(s.s)); // warm: the stream's scratch exists
+    plan.run(p.args(s.s), workspace.data(), plan.workspace_bytes());
+    KDA_CU(cuStreamSynchronize, s.s);
+    auto driver_calls = [&](const std::function<void()>& call) {
+      runtime::set_driver_metering(true);
+      const runtime::DriverCallTally before = runtime::driver_call_tally();
+      call();
+      const runtime::DriverCallTally after = runtime::driver_call_tally();
+      runtime::set_driver_metering(false);
+      return after.calls - before.calls;
+    };
+    const std::int64_t eager = driver_calls([&] { recurrent_kda_prefill(p.args(s.s)); });
+    const std::int64_t planned = driver_calls([&] { plan.run(p.args(s.s), workspace.data(), plan.workspace_bytes()); });
+    KDA_CU(cuStreamSynchronize, s.s);
+    INFO(fmt::format("{} tokens, {} heads, {}: eager {} driver calls, planned {}", tokens, heads,
+                     plan.prepare_overlap_reason(), eager, planned));
+    CHECK(eager > 0);
+    CHECK(planned <= eager);
+  }
 }

@@ -90,9 +90,6 @@ TEST_CASE("prepare overlap: refused where it could deadlock or has nothing to ov
   OverlapRequest off = h200(1, 8, 64);
   off.allowed = false;
   CHECK_FALSE(decide_prepare_overlap(k_model, off).overlap);
-  OverlapRequest captured = h200(1, 8, 64);
-  captured.capturing = true;
-  CHECK_THAT(decide_prepare_overlap(k_model, captured).reason, Contains("CUDA graph"));
   OverlapRequest long_grid = h200(1, 8, 70'000);
   CHECK_THAT(decide_prepare_overlap(k_model, long_grid).reason, Contains("65,535"));
   // the lead covers every chunk: nothing left to overlap
