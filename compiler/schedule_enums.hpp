@@ -3,6 +3,8 @@
 /// word, the C++ enumerator and the generated-code word are the same.
 #pragma once
 
+#include "kdajit/family.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -10,7 +12,6 @@
 
 namespace kda {
 
-enum class Family { warp_mma, wgmma, tcgen05 };
 enum class ExponentAnchor { none, lower_bound };
 enum class StatePrecision { fp32, bf16 };
 enum class StateResidence { registers, shared, tmem };

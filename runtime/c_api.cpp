@@ -1,9 +1,10 @@
-// The C API (runtime/kda_c.h): maps the C structs onto the C++ API and every
+// The C API (kdajit/kda_c.h): maps the C structs onto the C++ API and every
 // exception onto a kda_status with a thread-local message.
-#include "runtime/kda_c.h"
+#include "kdajit/kda_c.h"
 
 #include "compiler/errors.hpp"
-#include "runtime/kda.hpp"
+#include "compiler/schedule_enums.hpp"
+#include "kdajit/kda.hpp"
 
 #include <fmt/format.h>
 
@@ -242,6 +243,10 @@ void* kda_buffer_data(kda_buffer buffer) {
 
 const char* kda_last_error(void) {
   return t_last_error.c_str();
+}
+
+const char* kda_version(void) {
+  return KDAJIT_VERSION;
 }
 
 } // extern "C"

@@ -8,7 +8,7 @@
 #pragma once
 
 #include "compiler/schedule_enums.hpp"
-#include "runtime/prefill_args.hpp"
+#include "kdajit/prefill_args.hpp"
 
 #include <array>
 #include <functional>

@@ -1,4 +1,4 @@
-#include "runtime/kda.hpp"
+#include "kdajit/kda.hpp"
 
 #include "compiler/errors.hpp"
 #include "runtime/context.hpp"

@@ -10,7 +10,7 @@
 #include "runtime/check_args.hpp"
 #include "runtime/device_info.hpp"
 #include "runtime/kernel_registry.hpp"
-#include "runtime/prefill_args.hpp"
+#include "kdajit/prefill_args.hpp"
 #include "runtime/prepare_overlap.hpp"
 #include "runtime/router.hpp"
 #include "runtime/stream_workspace.hpp"

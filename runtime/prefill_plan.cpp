@@ -1,6 +1,6 @@
-// kda::PrefillPlan (runtime/kda.hpp): everything a call needs but its
+// kda::PrefillPlan (kdajit/kda.hpp): everything a call needs but its
 // pointers, decided once; run() checks the call against it and launches.
-#include "runtime/kda.hpp"
+#include "kdajit/kda.hpp"
 
 #include "compiler/errors.hpp"
 #include "runtime/context.hpp"

@@ -1,4 +1,4 @@
-#include "runtime/tensor_ref.hpp"
+#include "kdajit/tensor_ref.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

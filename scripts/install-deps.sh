@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages kdajit builds with, if any is missing:
-# cmake, g++, make, fmt (used header-only), nlohmann-json, Catch2 v2.
+# cmake, g++, make, fmt (used header-only), nlohmann-json, Catch2 v2,
+# pkg-config and binutils (the installed-package test).
 # The CUDA 13 toolkit is expected in its standard location (apt cannot install
 # it); CMake's FindCUDAToolkit locates it for headers only.
 set -euo pipefail
 
-packages=(cmake g++ make libfmt-dev nlohmann-json3-dev catch2)
+packages=(cmake g++ make libfmt-dev nlohmann-json3-dev catch2 pkgconf binutils)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -17,7 +17,7 @@
 #include "runtime/context.hpp"
 #include "runtime/cuda_driver.hpp"
 #include "runtime/device_info.hpp"
-#include "runtime/kda.hpp"
+#include "kdajit/kda.hpp"
 #include "runtime/kernel_registry.hpp"
 #include "tools/args.hpp"
 #include "tools/bench_runner.hpp"

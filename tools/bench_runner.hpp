@@ -5,7 +5,7 @@
 #pragma once
 
 #include "runtime/cuda_driver.hpp"
-#include "runtime/kda.hpp"
+#include "kdajit/kda.hpp"
 #include "tools/bench_workloads.hpp"
 
 #include <memory>

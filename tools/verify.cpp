@@ -9,7 +9,7 @@
 #include "reference/token_reference.hpp"
 #include "runtime/context.hpp"
 #include "runtime/cuda_driver.hpp"
-#include "runtime/kda.hpp"
+#include "kdajit/kda.hpp"
 #include "tools/args.hpp"
 #include "tools/cli.hpp"
 #include "tools/exit_codes.hpp"

@@ -3,7 +3,7 @@
 /// `kdajit verify` and `kdajit accuracy` run).
 #pragma once
 
-#include "runtime/prefill_args.hpp"
+#include "kdajit/prefill_args.hpp"
 
 #include <cstdint>
 #include <string>

@@ -1,10 +1,10 @@
 /// \file
-/// The C API's view of a C++ call (runtime/kda_c.h) for the tests that call
+/// The C API's view of a C++ call (kdajit/kda_c.h) for the tests that call
 /// through it: the same tensors, dtypes, shapes and strides.
 #pragma once
 
-#include "runtime/kda_c.h"
-#include "runtime/prefill_args.hpp"
+#include "kdajit/kda_c.h"
+#include "kdajit/prefill_args.hpp"
 
 namespace kda::test {
 

@@ -5,7 +5,7 @@
 
 #include "device_array.hpp"
 #include "reference/reference_problem.hpp"
-#include "runtime/prefill_args.hpp"
+#include "kdajit/prefill_args.hpp"
 
 namespace kda::test {
 

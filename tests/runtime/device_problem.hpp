@@ -6,7 +6,7 @@
 
 #include "device_array.hpp"
 #include "reference/reference_problem.hpp"
-#include "runtime/kda.hpp"
+#include "kdajit/kda.hpp"
 
 #include <cstdint>
 #include <vector>

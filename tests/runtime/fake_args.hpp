@@ -5,7 +5,7 @@
 #pragma once
 
 #include "runtime/check_args.hpp"
-#include "runtime/prefill_args.hpp"
+#include "kdajit/prefill_args.hpp"
 
 #include <cstdint>
 #include <optional>

@@ -4,7 +4,7 @@
 #include "device_inputs.hpp"
 #include "reference/sequences.hpp"
 #include "reference/token_reference.hpp"
-#include "runtime/kda.hpp"
+#include "kdajit/kda.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,8 +1,8 @@
-// The C API (runtime/kda_c.h) without a GPU: argument defaults, refusals that
+// The C API (kdajit/kda_c.h) without a GPU: argument defaults, refusals that
 // need no driver, compile-only mode as KDA_ERROR_TOOLCHAIN, thread-local errors.
 #include "fake_args.hpp"
 #include "runtime/cuda_driver.hpp"
-#include "runtime/kda_c.h"
+#include "kdajit/kda_c.h"
 
 #include <catch2/catch.hpp>
 

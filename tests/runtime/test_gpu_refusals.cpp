@@ -2,7 +2,7 @@
 // TensorError naming the argument, and the caller's output and state stay
 // bit-identical (poisoned output stays poisoned).
 #include "device_array.hpp"
-#include "runtime/kda.hpp"
+#include "kdajit/kda.hpp"
 #include "c_args.hpp"
 
 #include "compiler/errors.hpp"

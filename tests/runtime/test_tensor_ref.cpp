@@ -1,6 +1,6 @@
 // TensorRef's stride, contiguity and byte-range queries (the dispatch path's
 // allocation-free forms) against their definitions from effective_strides().
-#include "runtime/tensor_ref.hpp"
+#include "kdajit/tensor_ref.hpp"
 
 #include <catch2/catch.hpp>
 

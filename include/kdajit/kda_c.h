@@ -9,6 +9,8 @@
 #ifndef KDAJIT_KDA_C_H
 #define KDAJIT_KDA_C_H
 
+#include "kdajit/export.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,7 +56,7 @@ typedef struct {
   void* stream;             /* CUstream */
   const char* schedule;     /* optional: force a schedule by name */
   const char* family;       /* optional: "warp_mma", "wgmma" or "tcgen05": choose only among that family */
-  /* Serving-engine fields (runtime/prefill_args.hpp has their contract). */
+  /* Serving-engine fields (kdajit/prefill_args.hpp has their contract). */
   kda_tensor ssm_state_indices;    /* optional int32 [N]: initial_state is a pool, sequence i uses slot [i] */
   kda_tensor seq_order;            /* optional int32 [N], packed only: the order the kernels take the sequences */
   kda_tensor state_checkpoints;    /* bf16 [C,H,128,128] rows, with checkpoint_every_n_tokens */
@@ -69,7 +71,7 @@ typedef struct kda_buffer_s* kda_buffer;
 
 /* Fills *args with empty tensors, scale 1/sqrt(128), lower_bound -5, no
  * checkpoints, and struct_size = sizeof(kda_prefill_args). */
-void kda_prefill_args_init(kda_prefill_args* args);
+KDA_API void kda_prefill_args_init(kda_prefill_args* args);
 
 /* Runs the prefill (eagerly: refused while args->stream is being captured
  * into a CUDA graph; capture kda_plan_run instead). out_ptr / final_state_ptr
@@ -77,36 +79,39 @@ void kda_prefill_args_init(kda_prefill_args* args);
  * and final-state device pointers; out_buffer / final_state_buffer (may be
  * NULL only when the caller provides the corresponding tensor) receive handles
  * to memory kdajit allocated (NULL when nothing was allocated). */
-kda_status kda_recurrent_prefill(const kda_prefill_args* args, void** out_ptr, void** final_state_ptr,
+KDA_API kda_status kda_recurrent_prefill(const kda_prefill_args* args, void** out_ptr, void** final_state_ptr,
                                  kda_buffer* out_buffer, kda_buffer* final_state_buffer);
 
 /* A prefill planned once for a call signature and run many times, the path
- * for CUDA-graph capture (kda::PrefillPlan in runtime/kda.hpp has the rules). */
+ * for CUDA-graph capture (kda::PrefillPlan in kdajit/kda.hpp has the rules). */
 typedef struct kda_plan_s* kda_plan;
 
 /* Plans for calls shaped like *signature (a real call's arguments; nothing is
  * launched). *plan receives the handle (NULL on failure). */
-kda_status kda_plan_create(const kda_prefill_args* signature, kda_plan* plan);
+KDA_API kda_status kda_plan_create(const kda_prefill_args* signature, kda_plan* plan);
 
 /* Bytes of the caller-owned workspace kda_plan_run needs. */
-kda_status kda_plan_workspace_bytes(kda_plan plan, int64_t* bytes);
+KDA_API kda_status kda_plan_workspace_bytes(kda_plan plan, int64_t* bytes);
 
 /* Runs a call of the plan's signature on args->stream: no allocation, no
  * synchronisation, no compile, so it can be captured into a CUDA graph.
  * args->out is required. */
-kda_status kda_plan_run(kda_plan plan, const kda_prefill_args* args, void* workspace, int64_t workspace_bytes);
+KDA_API kda_status kda_plan_run(kda_plan plan, const kda_prefill_args* args, void* workspace, int64_t workspace_bytes);
 
 /* Destroys a plan (NULL is ignored); its workspaces may then serve another. */
-void kda_plan_destroy(kda_plan plan);
+KDA_API void kda_plan_destroy(kda_plan plan);
 
 /* Frees a buffer kdajit allocated (NULL is ignored). */
-void kda_buffer_release(kda_buffer buffer);
+KDA_API void kda_buffer_release(kda_buffer buffer);
 
 /* Device pointer of a buffer. */
-void* kda_buffer_data(kda_buffer buffer);
+KDA_API void* kda_buffer_data(kda_buffer buffer);
 
 /* The last error message of the calling thread ("" when none). */
-const char* kda_last_error(void);
+KDA_API const char* kda_last_error(void);
+
+/* The library's version, "major.minor.patch" (its SONAME carries the major). */
+KDA_API const char* kda_version(void);
 
 #ifdef __cplusplus
 }

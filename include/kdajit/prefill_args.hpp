@@ -2,8 +2,8 @@
 /// The arguments of kda::recurrent_kda_prefill (C++ API).
 #pragma once
 
-#include "compiler/schedule_enums.hpp"
-#include "runtime/tensor_ref.hpp"
+#include "kdajit/family.hpp"
+#include "kdajit/tensor_ref.hpp"
 
 #include <cmath>
 #include <optional>

@@ -5,7 +5,9 @@
 /// compiles or loads the kernel; later calls only check arguments and launch.
 #pragma once
 
-#include "runtime/prefill_args.hpp"
+#include "kdajit/errors.hpp"
+#include "kdajit/export.h"
+#include "kdajit/prefill_args.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -16,7 +18,7 @@ namespace kda {
 /// Device memory allocated by kdajit on a stream (an output or a final state
 /// the caller did not provide). Released with `release()` or the destructor,
 /// which frees it on the stream it was allocated on (stream-ordered).
-class DeviceBuffer {
+class KDA_API DeviceBuffer {
 public:
   DeviceBuffer() = default;
   DeviceBuffer(void* data, std::int64_t bytes, void* stream);
@@ -63,7 +65,7 @@ struct PrefillResult {
 /// PrefillPlan::run instead). Throws ToolchainError, CacheError,
 /// ScheduleError or InternalError for problems that are not the caller's
 /// arguments.
-PrefillResult recurrent_kda_prefill(const PrefillArgs& args, const PrefillOptions& options = {});
+KDA_API PrefillResult recurrent_kda_prefill(const PrefillArgs& args, const PrefillOptions& options = {});
 
 /// A prefill planned once for one call signature and run many times: the
 /// path for serving engines and CUDA-graph capture (docs/runtime.md, "Plan
@@ -92,7 +94,7 @@ PrefillResult recurrent_kda_prefill(const PrefillArgs& args, const PrefillOption
 /// PrefillOptions::prepare_overlap = false where they could be.
 /// Thread safety: one plan may be run from several threads on different
 /// streams, each with its own workspace.
-class PrefillPlan {
+class KDA_API PrefillPlan {
 public:
   explicit PrefillPlan(const PrefillArgs& signature, const PrefillOptions& options = {});
   ~PrefillPlan();
@@ -124,13 +126,13 @@ private:
 };
 
 /// Why the router picks what it picks for this call, without running it.
-std::string explain_prefill_route(const PrefillArgs& args, const PrefillOptions& options = {});
+KDA_API std::string explain_prefill_route(const PrefillArgs& args, const PrefillOptions& options = {});
 
 /// Serves the kernels of a bundle (`kdajit aot build`) before the disk cache
 /// and NVRTC, as KDAJIT_BUNDLE_PATH does at start-up. Entries of another
 /// generator, argument ABI or cache layout are skipped with one warning on
 /// stderr. Returns how many entries it registered; throws CacheError for an
 /// unreadable, corrupt or truncated bundle.
-std::size_t register_kernel_bundle(const std::string& path);
+KDA_API std::size_t register_kernel_bundle(const std::string& path);
 
 } // namespace kda

@@ -3,6 +3,8 @@
 /// and strides in elements (architecture.md, "API conventions").
 #pragma once
 
+#include "kdajit/export.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,10 +13,10 @@ namespace kda {
 
 enum class ElementType { bf16, fp32, i32, i64 };
 
-std::string to_string(ElementType type);
-std::int64_t element_size(ElementType type);
+KDA_API std::string to_string(ElementType type);
+KDA_API std::int64_t element_size(ElementType type);
 
-struct TensorRef {
+struct KDA_API TensorRef {
   const void* data = nullptr; ///< device pointer; nullptr = not given
   ElementType dtype = ElementType::bf16;
   std::vector<std::int64_t> shape;
@@ -40,6 +42,6 @@ struct TensorRef {
 /// a vector.
 
 /// "[2, 8192, 96, 128]".
-std::string shape_string(const std::vector<std::int64_t>& shape);
+KDA_API std::string shape_string(const std::vector<std::int64_t>& shape);
 
 } // namespace kda
