@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <tuple>
 
 namespace kda {
 namespace {
@@ -34,6 +36,40 @@ std::vector<std::string> specific_targets(const DeviceDescription& d) {
     return {"sm_120a"};
   }
   return {};
+}
+
+// The static preference among eligible schedules, where no measured table
+// speaks for the device's CC (docs/runtime.md, "Routing"): the families that
+// ran and were verified on hardware first, warpgroup MMAs (wgmma) before
+// warp-level mma.sync; tcgen05 (compile-verified only) last; within a family
+// the larger chunk first (half the serial steps), then the name.
+std::tuple<int, int, std::string_view> static_preference(const Schedule& s) {
+  const int family = s.family == Family::wgmma ? 0 : s.family == Family::warp_mma ? 1 : 2;
+  return {family, -s.chunk_size, s.name};
+}
+
+// The measured table's device key to use for `device`: its own when the table
+// has an entry for it and the class, else the device of the same CC with the
+// nearest SM count that has one (the class is the device's own, from its SM
+// count). Nothing when no device of its CC was measured.
+std::optional<std::string> table_device_key(const TuningTable& table, const DeviceDescription& device, ShapeClass cls,
+                                            bool& borrowed) {
+  const std::string own = tuning_device_key(device.cc_major, device.cc_minor, device.sm_count);
+  borrowed = false;
+  if (table.lookup(own, cls)) {
+    return own;
+  }
+  std::optional<std::string> nearest;
+  int nearest_distance = 0;
+  for (const auto& [key, sm_count] : table.devices_of_cc(device.cc_major, device.cc_minor)) {
+    const int distance = std::abs(sm_count - device.sm_count);
+    if (table.lookup(key, cls) && (!nearest || distance < nearest_distance)) {
+      nearest = key;
+      nearest_distance = distance;
+    }
+  }
+  borrowed = nearest.has_value();
+  return nearest;
 }
 
 } // namespace
@@ -152,7 +188,7 @@ RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescript
       continue;
     }
     explanation += fmt::format("{}: eligible on {} ({})\n", s.name, choice.target->name, choice.reason);
-    if (decision.schedule == nullptr) {
+    if (decision.schedule == nullptr || static_preference(s) < static_preference(*decision.schedule)) {
       decision.schedule = &s;
       decision.target = *choice.target;
     }
@@ -175,33 +211,46 @@ RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescript
                                               explanation));
   }
   const ShapeClass cls = shape_class(static_cast<std::int64_t>(p.num_seqs) * p.heads, device.sm_count);
-  const std::string device_key = tuning_device_key(device.cc_major, device.cc_minor, device.sm_count);
-  if (!request.schedule && request.tuning != nullptr) {
-    if (const std::optional<std::string> tuned = request.tuning->lookup(device_key, cls)) {
-      bool used = false;
-      for (const Schedule& s : schedules) {
-        const bool wanted = s.name == *tuned && (!request.family || s.family == *request.family);
-        const TargetChoice choice = wanted ? choose_target(s, device) : TargetChoice{};
-        if (choice.target && ineligibility(s, *choice.target, p).empty()) {
-          decision.schedule = &s;
-          decision.target = *choice.target;
-          used = true;
-        }
+  const std::string own_key = tuning_device_key(device.cc_major, device.cc_minor, device.sm_count);
+  const std::string preferred = fmt::format("static preference: {}", decision.schedule->name);
+  bool borrowed = false;
+  const std::optional<std::string> device_key =
+      request.tuning != nullptr ? table_device_key(*request.tuning, device, cls, borrowed) : std::nullopt;
+  if (!request.schedule && device_key) {
+    const std::string tuned = *request.tuning->lookup(*device_key, cls);
+    const std::string source =
+        borrowed ? fmt::format("tuning table (borrowed from {} for {}, class by its {} SMs)", *device_key, own_key,
+                               device.sm_count)
+                 : "tuning table";
+    bool used = false;
+    for (const Schedule& s : schedules) {
+      const bool wanted = s.name == tuned && (!request.family || s.family == *request.family);
+      const TargetChoice choice = wanted ? choose_target(s, device) : TargetChoice{};
+      if (choice.target && ineligibility(s, *choice.target, p).empty()) {
+        decision.schedule = &s;
+        decision.target = *choice.target;
+        used = true;
       }
-      const Schedule* named = nullptr;
-      for (const Schedule& s : schedules) {
-        named = s.name == *tuned ? &s : named;
-      }
-      const bool other_family = request.family && named != nullptr && named->family != *request.family;
-      explanation += used ? fmt::format("tuning table: {} for {} / {}\n", *tuned, device_key, to_string(cls))
-                     : other_family
-                         ? fmt::format("tuning table names {} for {} / {}, not a {} schedule; first eligible\n", *tuned,
-                                       device_key, to_string(cls), to_string(*request.family))
-                         : fmt::format("tuning table names {} for {} / {}, which is not eligible here\n", *tuned,
-                                       device_key, to_string(cls));
-    } else {
-      explanation += fmt::format("tuning table: no entry for {} / {}; first eligible\n", device_key, to_string(cls));
     }
+    const Schedule* named = nullptr;
+    for (const Schedule& s : schedules) {
+      named = s.name == tuned ? &s : named;
+    }
+    const bool other_family = request.family && named != nullptr && named->family != *request.family;
+    explanation += used ? fmt::format("{}: {} for {} / {}\n", source, tuned, *device_key, to_string(cls))
+                   : other_family
+                       ? fmt::format("{} names {} for {} / {}, not a {} schedule; {}\n", source, tuned, *device_key,
+                                     to_string(cls), to_string(*request.family), preferred)
+                       : fmt::format("{} names {} for {} / {}, which is not eligible here; {}\n", source, tuned,
+                                     *device_key, to_string(cls), preferred);
+    decision.source = used ? (borrowed ? RouteSource::borrowed_table : RouteSource::measured_table)
+                           : RouteSource::static_preference;
+  } else if (!request.schedule) {
+    explanation += fmt::format("tuning table: no entry for CC {}.{} / {}; {}\n", device.cc_major, device.cc_minor,
+                               to_string(cls), preferred);
+    decision.source = RouteSource::static_preference;
+  } else {
+    decision.source = RouteSource::requested;
   }
   decision.shape.state_dtype = p.state_dtype;
   decision.shape.layout = p.layout;

@@ -40,7 +40,7 @@ TargetChoice choose_target(const Schedule& schedule, const DeviceDescription& de
 struct RouteRequest {
   std::optional<std::string> schedule = std::nullopt; ///< an explicit schedule: refused with the reason if ineligible
   std::optional<Family> family = std::nullopt; ///< only this family's schedules: refused with the reasons if none is eligible
-  const TuningTable* tuning = nullptr; ///< measured choices (kdajit tune); nullptr: first eligible
+  const TuningTable* tuning = nullptr; ///< measured choices (kdajit tune); nullptr: the static preference
   std::optional<std::string> target = std::nullopt; ///< an explicit target (needs `schedule`): see explicit_target
 };
 
@@ -50,17 +50,31 @@ struct RouteRequest {
 /// target); otherwise no target and the reason.
 TargetChoice explicit_target(const Schedule& schedule, const std::string& name, const DeviceDescription& device);
 
+/// Where a route's choice came from.
+enum class RouteSource {
+  requested,         ///< an explicit schedule
+  measured_table,    ///< the tuning table's entry for the device
+  borrowed_table,    ///< the entry of a measured device of the same CC (nearest SM count)
+  static_preference, ///< no table entry for the CC: the documented order
+};
+
 struct RouteDecision {
   const Schedule* schedule = nullptr;
   Target target;
   ShapeKey shape;
+  RouteSource source = RouteSource::static_preference;
   std::string explanation; ///< one line per schedule considered
 };
 
-/// Chooses among `schedules` (normally the shipped ones): an explicit request,
+/// Chooses among `schedules` (normally the shipped ones): an explicit request;
 /// else the tuning table's schedule for (device, shape class) when it is
-/// eligible, else the first eligible schedule. Throws TensorError
-/// (argument "schedule") when nothing is eligible or an explicit request is not.
+/// eligible; else, for a device the table does not list, the entry of the
+/// measured device of the same CC with the nearest SM count, the shape class
+/// taken from the device's own SM count ("borrowed"); else the static
+/// preference: wgmma before warp_mma, tcgen05 (compile-verified only) last,
+/// the larger chunk first, then the name. Never the first schedule by name.
+/// Throws TensorError (argument "schedule") when nothing is eligible or an
+/// explicit request is not.
 RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescription& device,
                     const ProblemShape& problem, const RouteRequest& request);
 

@@ -55,6 +55,20 @@ std::optional<std::string> TuningTable::lookup(const std::string& device_key, Sh
   return e == d->second.end() ? std::nullopt : std::optional<std::string>(e->second);
 }
 
+std::vector<std::pair<std::string, int>> TuningTable::devices_of_cc(int cc_major, int cc_minor) const {
+  const std::string prefix = fmt::format("cc{}.{}-sm", cc_major, cc_minor);
+  std::vector<std::pair<std::string, int>> out;
+  for (const auto& [key, classes] : m_entries) {
+    if (key.starts_with(prefix)) {
+      const std::string count = key.substr(prefix.size());
+      if (!count.empty() && count.find_first_not_of("0123456789") == std::string::npos && count.size() < 6) {
+        out.emplace_back(key, std::stoi(count));
+      }
+    }
+  }
+  return out;
+}
+
 void TuningTable::set(const std::string& device_key, ShapeClass c, const std::string& schedule) {
   m_entries[device_key][std::string(to_string(c))] = schedule;
 }

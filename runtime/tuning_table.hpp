@@ -1,10 +1,11 @@
 /// \file
 /// The measured kernel-choice table: for a device (compute capability and SM
 /// count, never its name) and a shape class, the schedule `kdajit tune` found
-/// fastest. The router uses it to choose among eligible schedules; without an
-/// entry it takes the first eligible one. Two sources: the local table `kdajit
-/// tune` writes, and the tables shipped in tuning/*.json (embedded at build
-/// time); local entries win, entry by entry.
+/// fastest. The router uses it to choose among eligible schedules (a device
+/// without an entry borrows its CC's nearest measured device; without any,
+/// the router's static preference decides). Two sources: the local table
+/// `kdajit tune` writes, and the tables shipped in tuning/*.json (embedded at
+/// build time); local entries win, entry by entry.
 #pragma once
 
 #include "compiler/embedded_file.hpp"
@@ -17,6 +18,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace kda {
 
@@ -41,6 +44,9 @@ public:
   std::optional<std::string> lookup(const std::string& device_key, ShapeClass shape_class) const;
   void set(const std::string& device_key, ShapeClass shape_class, const std::string& schedule);
   bool empty() const { return m_entries.empty(); }
+  /// The device keys of compute capability cc_major.cc_minor with their SM
+  /// counts ("cc9.0-sm132" -> 132).
+  std::vector<std::pair<std::string, int>> devices_of_cc(int cc_major, int cc_minor) const;
 
   /// {"format_version": 1, "devices": {"cc9.0-sm132": {"one_wave": "portable_c16", ...}}}
   nlohmann::json to_json() const;

@@ -37,6 +37,7 @@
 #include <ostream>
 #include <random>
 #include <sstream>
+#include <string_view>
 
 namespace kda::tools {
 namespace {
@@ -115,6 +116,15 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
       const double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       const nlohmann::json stats = KernelRegistry::instance().disk_cache().stats_json();
       out << fmt::format("first call {:.1f} ms (cache: {})\n", first_ms, stats.dump());
+      // where the first workload's choice came from: measured, borrowed or the static preference
+      const std::string route = explain_prefill_route(args_for(wl, wl.sets[0]), options);
+      for (std::size_t at = 0, end = 0; at < route.size(); at = end + 1) {
+        end = std::min(route.find('\n', at), route.size());
+        const std::string_view line(route.data() + at, end - at);
+        if (line.starts_with("tuning table")) {
+          out << "routing: " << line << "\n";
+        }
+      }
       // Dispatch overhead: host time of one enqueued call, kernel ready.
       const int calls = 200;
       auto host_line = [&](const char* what, CallPath path) {

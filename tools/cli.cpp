@@ -71,7 +71,9 @@ usage:
   kdajit route [--cc X.Y [--sms N] [--nvrtc X.Y]] [--layout L] [--state D] [--heads H] [--sequences N]
                [--lower-bound LB] [--pool] [--seq-order] [--checkpoint-every P] [--schedule S | --family F] [--json]
       Explain which shipped schedule and target a call gets, on the current
-      GPU or on a simulated device (eligibility, target rule, tuning table);
+      GPU or on a simulated device (eligibility, target rule, tuning table:
+      measured, borrowed from the nearest measured device of the CC, or the
+      static preference);
       --pool, --seq-order, --checkpoint-every: a call with a state pool, its
       own sequence order, native checkpoints every P tokens.
   kdajit verify [--seqlens a,b,... | --fixed B,T] [--heads H] [--state bf16|fp32]

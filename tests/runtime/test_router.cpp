@@ -166,25 +166,80 @@ TEST_CASE("router: target choice on CC 12.0 and 8.x", "[runtime][router]") {
   }
 }
 
-TEST_CASE("router: CC 9.0 routes a fixed bf16 call to portable_c16 on sm_90", "[runtime][router]") {
+TEST_CASE("router: without a table CC 9.0 takes the static preference, the wgmma family at chunk 32",
+          "[runtime][router]") {
   const RouteDecision r = route(shipped_schedules(), device(9, 0), problem(), {});
   REQUIRE(r.schedule != nullptr);
-  CHECK(r.schedule->name == "portable_c16");
-  CHECK(r.target.name == "sm_90");
+  CHECK(r.schedule->name == "sm90_wgmma_c32");
+  CHECK(r.target.name == "sm_90a");
+  CHECK(r.source == RouteSource::static_preference);
   CHECK(r.shape == ShapeKey{128, DType::bf16, StatePrecision::bf16, LayoutKind::fixed});
   INFO(r.explanation);
   CHECK_THAT(r.explanation, Contains("portable_c16: eligible on sm_90"));
   for (const char* name : {"sm100_m128_c32", "sm100_m64_c32", "sm100_n16_c16", "sm120_c32"}) {
     CHECK_THAT(r.explanation, Contains(std::string(name) + ": not eligible: no target for CC 9.0"));
   }
-  CHECK_THAT(r.explanation, Contains("chosen: portable_c16 on sm_90"));
+  CHECK_THAT(r.explanation, Contains("static preference: sm90_wgmma_c32"));
+  CHECK_THAT(r.explanation, Contains("chosen: sm90_wgmma_c32 on sm_90a"));
+  // a warp_mma request: the same order within the family (portable_c16 before its _m64 and _w8 variants)
+  RouteRequest warp_mma;
+  warp_mma.family = Family::warp_mma;
+  CHECK(route(shipped_schedules(), device(9, 0), problem(), warp_mma).schedule->name == "portable_c16");
 }
 
 TEST_CASE("router: the route's shape key follows state dtype and layout", "[runtime][router]") {
   const RouteDecision r = route(shipped_schedules(), device(9, 0),
                                 problem(LayoutKind::packed, true, StatePrecision::fp32), {});
-  CHECK(r.schedule->name == "portable_c16");
+  CHECK(r.schedule->family == Family::wgmma);
   CHECK(r.shape == ShapeKey{128, DType::bf16, StatePrecision::fp32, LayoutKind::packed});
+}
+
+TEST_CASE("router: unmeasured GPUs borrow their CC's measured table, the class by their own SM count",
+          "[runtime][router]") {
+  const TuningTable& shipped = TuningTable::shipped();
+  RouteRequest request;
+  request.tuning = &shipped;
+  auto on = [](int cc_major, int cc_minor, int sms) {
+    DeviceDescription d = device(cc_major, cc_minor);
+    d.sm_count = sms;
+    return d;
+  };
+  // 62 pairs (31 sequences x 2 heads): "few" on 132 SMs, "one_wave" on 114 and 78
+  ProblemShape p = problem(LayoutKind::packed);
+  p.num_seqs = 31;
+  p.heads = 2;
+  SECTION("H800 (132 SMs): the H200's own entry") {
+    const RouteDecision r = route(shipped_schedules(), on(9, 0, 132), p, request);
+    CHECK(r.source == RouteSource::measured_table);
+    CHECK(r.schedule->name == "sm90_wgmma_c32");
+    CHECK_THAT(r.explanation, Contains("tuning table: sm90_wgmma_c32 for cc9.0-sm132 / few"));
+  }
+  SECTION("H100 PCIe (114 SMs) and H20 (78 SMs): borrowed from cc9.0-sm132") {
+    for (const int sms : {114, 78}) {
+      const RouteDecision r = route(shipped_schedules(), on(9, 0, sms), p, request);
+      INFO(r.explanation);
+      CHECK(r.source == RouteSource::borrowed_table);
+      CHECK(r.schedule->name == "sm90_wgmma_c32");
+      CHECK_THAT(r.explanation, Contains(fmt::format("tuning table (borrowed from cc9.0-sm132 for cc9.0-sm{}, class by "
+                                                     "its {} SMs): sm90_wgmma_c32 for cc9.0-sm132 / one_wave",
+                                                     sms, sms)));
+    }
+  }
+  SECTION("the nearest SM count of the CC is borrowed") {
+    TuningTable two;
+    two.set(tuning_device_key(9, 0, 132), ShapeClass::one_wave, "sm90_wgmma_c16");
+    two.set(tuning_device_key(9, 0, 80), ShapeClass::one_wave, "portable_c16_m64");
+    RouteRequest near;
+    near.tuning = &two;
+    CHECK(route(shipped_schedules(), on(9, 0, 78), p, near).schedule->name == "portable_c16_m64");
+    CHECK(route(shipped_schedules(), on(9, 0, 114), p, near).schedule->name == "sm90_wgmma_c16");
+  }
+  SECTION("B200 (148 SMs): no table for CC 10.0, the static preference (warp_mma before tcgen05)") {
+    const RouteDecision r = route(shipped_schedules(), on(10, 0, 148), p, request);
+    CHECK(r.source == RouteSource::static_preference);
+    CHECK(r.schedule->name == "portable_c16");
+    CHECK_THAT(r.explanation, Contains("tuning table: no entry for CC 10.0 / few; static preference: portable_c16"));
+  }
 }
 
 TEST_CASE("router: CC 12.0 routes to portable_c16 on sm_120a (sm120_c32 has no generator yet)", "[runtime][router]") {
@@ -221,7 +276,7 @@ TEST_CASE("router: CC 10.0 and 10.3 list the fused M128 design as eligible; auto
   for (const DeviceDescription& d : {device(10, 0, 13, 0), device(10, 0, 12, 8), device(10, 3, 13, 0)}) {
     INFO("CC " << d.cc_major << "." << d.cc_minor << " NVRTC " << d.nvrtc_major << "." << d.nvrtc_minor);
     const std::string family_target = d.nvrtc_major >= 13 ? "sm_100f" : (d.cc_minor == 3 ? "sm_103a" : "sm_100a");
-    // no measured table for Blackwell ships: the first eligible schedule
+    // no measured table for Blackwell ships: the static preference, warp_mma before tcgen05
     const RouteDecision r = route(shipped_schedules(), d, problem(), {});
     CHECK(r.schedule->name == "portable_c16");
     CHECK_THAT(r.explanation, Contains("sm100_m128_c32: eligible on " + family_target));
@@ -319,7 +374,7 @@ TEST_CASE("router: a family request chooses only among that family and is refuse
   warp_mma.tuning = &table;
   const RouteDecision portable = route(shipped_schedules(), device(9, 0), problem(), warp_mma);
   CHECK(portable.schedule->family == Family::warp_mma);
-  CHECK_THAT(portable.explanation, Contains("not a warp_mma schedule; first eligible"));
+  CHECK_THAT(portable.explanation, Contains("not a warp_mma schedule; static preference: portable_c16"));
 
   // The tcgen05 family on a Blackwell device, no table: the first of M128, M64, N16.
   RouteRequest tcgen05;

@@ -72,11 +72,12 @@ TEST_CASE("routing follows the tuning table among eligible schedules", "[runtime
   CHECK(one_wave.schedule->name == "portable_c16_w8");
   CHECK_THAT(one_wave.explanation, Contains("tuning table: portable_c16_w8 for cc9.0-sm132 / one_wave"));
   const RouteDecision many = route(shipped_schedules(), h200(), problem(8, 96), request);
-  CHECK(many.schedule->name == "portable_c16");
-  CHECK_THAT(many.explanation, Contains("tuning table names sm100_m128_c32 for cc9.0-sm132 / many, which is not eligible"));
+  CHECK(many.schedule->name == "sm90_wgmma_c32"); // the static preference
+  CHECK_THAT(many.explanation, Contains("tuning table names sm100_m128_c32 for cc9.0-sm132 / many, which is not "
+                                        "eligible here; static preference: sm90_wgmma_c32"));
   const RouteDecision few = route(shipped_schedules(), h200(), problem(1, 8), request);
-  CHECK(few.schedule->name == "portable_c16");
-  CHECK_THAT(few.explanation, Contains("no entry for cc9.0-sm132 / few; first eligible"));
+  CHECK(few.schedule->name == "sm90_wgmma_c32");
+  CHECK_THAT(few.explanation, Contains("no entry for CC 9.0 / few; static preference: sm90_wgmma_c32"));
   // An explicit request wins over the table.
   RouteRequest forced = request;
   forced.schedule = "portable_c16";

@@ -49,15 +49,17 @@ TEST_CASE("route explains the choice on a simulated device", "[tools][cli]") {
   // the shipped table (tuning/measured.json) decides among them: 96 pairs fill one wave
   CHECK_THAT(h200.out, Contains("tuning table: sm90_wgmma_c32 for cc9.0-sm132 / one_wave"));
   CHECK_THAT(h200.out, Contains("chosen: sm90_wgmma_c32 on sm_90a"));
-  // no entry for this SM count: the first eligible schedule
+  // no entry for this SM count: the CC's measured table, borrowed
   const test::CliRun other = test::run_kdajit({"route", "--cc", "9.0", "--sms", "114", "--heads", "96"});
-  CHECK_THAT(other.out, Contains("tuning table: no entry for cc9.0-sm114 / one_wave; first eligible"));
-  CHECK_THAT(other.out, Contains("chosen: portable_c16 on sm_90"));
+  CHECK_THAT(other.out, Contains("tuning table (borrowed from cc9.0-sm132 for cc9.0-sm114, class by its 114 SMs): "
+                                 "sm90_wgmma_c32 for cc9.0-sm132 / one_wave"));
+  CHECK_THAT(other.out, Contains("chosen: sm90_wgmma_c32 on sm_90a"));
   const test::CliRun b200 = test::run_kdajit({"route", "--cc", "10.0", "--sms", "148"});
   CHECK(b200.exit_code == 0);
   CHECK_THAT(b200.out, Contains("sm100_m128_c32: eligible on sm_100f"));
   CHECK_THAT(b200.out, Contains("sm100_m64_c32: eligible on sm_100f"));
-  CHECK_THAT(b200.out, Contains("chosen: portable_c16 on sm_100f")); // no measured table for this device
+  CHECK_THAT(b200.out, Contains("static preference: portable_c16"));   // no measured table for CC 10.0
+  CHECK_THAT(b200.out, Contains("chosen: portable_c16 on sm_100f"));
   const test::CliRun m128 = test::run_kdajit({"route", "--cc", "10.0", "--sms", "148", "--schedule", "sm100_m128_c32"});
   CHECK(m128.exit_code == tools::k_exit_ok);
   CHECK_THAT(m128.out, Contains("chosen: sm100_m128_c32 on sm_100f"));
