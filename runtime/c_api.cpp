@@ -23,6 +23,7 @@ struct kda_plan_s {
 namespace {
 
 thread_local std::string t_last_error;
+thread_local std::string t_text; // strings handed back by kda_explain_route etc.
 
 kda::TensorRef to_tensor(const char* name, const kda_tensor& t) {
   kda::TensorRef r;
@@ -131,6 +132,9 @@ kda::PrefillArgs to_prefill_args(const kda_prefill_args& c, kda::PrefillOptions&
     a.checkpoint_cu_starts = to_tensor("checkpoint_cu_starts", args->checkpoint_cu_starts);
     a.checkpoint_every_n_tokens = args->checkpoint_every_n_tokens;
   }
+  if (has_field(*args, offsetof(kda_prefill_args, prepare_overlap), sizeof(std::int32_t))) {
+    options.prepare_overlap = args->prepare_overlap != 0;
+  }
   if (args->schedule != nullptr) {
     options.schedule = std::string(args->schedule);
   }
@@ -158,6 +162,7 @@ void kda_prefill_args_init(kda_prefill_args* args) {
   args->initial_state = args->cu_seqlens = args->out = args->final_state = empty_tensor();
   args->ssm_state_indices = args->seq_order = args->state_checkpoints = args->checkpoint_cu_starts = empty_tensor();
   args->checkpoint_every_n_tokens = 0;
+  args->prepare_overlap = 1;
   args->scale = 1.0 / std::sqrt(128.0);
   args->lower_bound = -5.0;
 }
@@ -229,6 +234,24 @@ kda_status kda_plan_run(kda_plan plan, const kda_prefill_args* args, void* works
   });
 }
 
+kda_status kda_plan_describe(kda_plan plan, const char** schedule, const char** target,
+                             int32_t* prepare_overlapped) {
+  return guarded([&] {
+    if (plan == nullptr) {
+      throw kda::TensorError("plan", "is NULL");
+    }
+    if (schedule != nullptr) {
+      *schedule = plan->plan.schedule().c_str();
+    }
+    if (target != nullptr) {
+      *target = plan->plan.target().c_str();
+    }
+    if (prepare_overlapped != nullptr) {
+      *prepare_overlapped = plan->plan.prepare_overlapped() ? 1 : 0;
+    }
+  });
+}
+
 void kda_plan_destroy(kda_plan plan) {
   delete plan;
 }
@@ -239,6 +262,57 @@ void kda_buffer_release(kda_buffer buffer) {
 
 void* kda_buffer_data(kda_buffer buffer) {
   return buffer == nullptr ? nullptr : buffer->buffer.data();
+}
+
+kda_status kda_explain_route(const kda_prefill_args* args, const char** text) {
+  return guarded([&] {
+    if (args == nullptr || text == nullptr) {
+      throw kda::TensorError(args == nullptr ? "args" : "text", "is NULL");
+    }
+    kda::PrefillOptions options;
+    const kda::PrefillArgs a = to_prefill_args(*args, options);
+    t_text = kda::explain_prefill_route(a, options);
+    *text = t_text.c_str();
+  });
+}
+
+kda_status kda_register_kernel_bundle(const char* path, size_t* entries) {
+  return guarded([&] {
+    if (path == nullptr) {
+      throw kda::TensorError("path", "is NULL");
+    }
+    const std::size_t n = kda::register_kernel_bundle(path);
+    if (entries != nullptr) {
+      *entries = n;
+    }
+  });
+}
+
+kda_status kda_kernel_cache_directory(const char** path) {
+  return guarded([&] {
+    if (path == nullptr) {
+      throw kda::TensorError("path", "is NULL");
+    }
+    t_text = kda::kernel_cache_directory();
+    *path = t_text.c_str();
+  });
+}
+
+kda_status kda_add_nvrtc_library_candidate(const char* path, int32_t* added) {
+  return guarded([&] {
+    if (path == nullptr || *path == '\0') {
+      throw kda::TensorError("path", "is NULL or empty");
+    }
+    const bool ok = kda::add_nvrtc_library_candidate(path);
+    if (added != nullptr) {
+      *added = ok ? 1 : 0;
+    }
+  });
+}
+
+const char* kda_toolchain_summary(void) {
+  t_text = kda::toolchain_summary();
+  return t_text.c_str();
 }
 
 const char* kda_last_error(void) {

@@ -16,6 +16,16 @@ namespace {
 
 constexpr const char* k_driver_library = "libcuda.so.1";
 
+/// The oldest driver kdajit accepts: CUDA 12.8. Every entry point it calls is
+/// resolved at the variant cuda.h (13.0) declares, and the newest of those
+/// variants is cuEventElapsedTime_v2, added in 12.8 (the rest date from 12.0
+/// or earlier: cuTensorMapEncodeTiled 12.0, cuLaunchKernelEx 11.6). 12.8 is
+/// also the first release that knows the Blackwell targets kdajit compiles
+/// for. Cubins built by NVRTC 13 need a 13 driver: the NVRTC library is chosen
+/// by the driver's major (nvrtc_library.hpp) and bundle entries are filtered
+/// the same way (kernel_registry.cpp).
+constexpr int k_oldest_driver = 12080;
+
 struct LoadedDriver {
   DynamicLibrary library;
   DriverApi api;
@@ -43,7 +53,9 @@ std::string describe(const DriverApi& api, CUresult result) {
 }
 
 /// The CUDA version to ask cuGetProcAddress for `name`. It returns the newest
-/// variant not newer than the version asked for, and CUDA 13.0 added
+/// variant not newer than both the version asked for and the driver (so a
+/// 12.8 driver asked for 13.0 hands out its 12.8 variants, which for every
+/// entry point here are the ones cuda.h 13.0 declares), and CUDA 13.0 added
 /// cuCtxSynchronize_v13000(CUcontext) and cuCtxGetDevice_v13000(CUdevice*,
 /// CUcontext) next to the cuda.h prototypes we call (cudaTypedefs.h:
 /// PFN_cuCtxSynchronize_v2000, PFN_cuCtxGetDevice_v2000). Asking those two for
@@ -121,9 +133,9 @@ LoadedDriver load_driver() {
     d.status.reason = fmt::format("cuDriverGetVersion failed: {}", describe(d.api, r));
     return d;
   }
-  if (d.status.driver_version < CUDA_VERSION) {
-    d.status.reason = fmt::format("CUDA driver {} is older than CUDA {}, which kdajit was built for",
-                                  version_text(d.status.driver_version), version_text(CUDA_VERSION));
+  if (d.status.driver_version < k_oldest_driver) {
+    d.status.reason = fmt::format("CUDA driver {} is older than {}, the oldest kdajit supports",
+                                  version_text(d.status.driver_version), version_text(k_oldest_driver));
     return d;
   }
   if (const CUresult r = d.api.cuInit(0); r != CUDA_SUCCESS) {
@@ -187,6 +199,10 @@ const DriverApi& metered_api() {
 }
 
 } // namespace
+
+int oldest_supported_driver() {
+  return k_oldest_driver;
+}
 
 void set_driver_metering(bool on) {
   g_metering.store(on, std::memory_order_relaxed);

@@ -55,6 +55,9 @@ struct DriverStatus {
   std::string to_string() const;
 };
 
+/// The oldest CUDA driver version kdajit accepts (12080: cuda_driver.cpp says why).
+int oldest_supported_driver();
+
 /// Loads and initialises the driver once per process (thread-safe); never throws.
 const DriverStatus& driver_status();
 

@@ -6,8 +6,10 @@
 #include "compiler/lower.hpp"
 #include "compiler/validated_schedule.hpp"
 #include "runtime/context.hpp"
+#include "runtime/cuda_driver.hpp"
 #include "runtime/generator_identity.hpp"
 #include "runtime/nvrtc_compiler.hpp"
+#include "runtime/nvrtc_library.hpp"
 
 #include <fmt/format.h>
 
@@ -119,6 +121,15 @@ std::size_t KernelRegistry::register_bundle(const std::string& path, std::ostrea
                                path, bundle->entries().size(), bundle->entries().size() == 1 ? "y" : "ies",
                                id.generator_id, id.abi_version, id.layout_version,
                                now.generator_id, now.abi_version, now.layout_version);
+    }
+    return 0;
+  }
+  if (!runtime::driver_loads_nvrtc_output(id.nvrtc_version)) {
+    if (warnings != nullptr) {
+      *warnings << fmt::format("kdajit: warning: bundle {}: {} entr{} built by NVRTC {}, whose cubins the CUDA {} "
+                               "driver cannot load: skipped\n",
+                               path, bundle->entries().size(), bundle->entries().size() == 1 ? "y" : "ies",
+                               id.nvrtc_version, runtime::driver_status().driver_version / 1000);
     }
     return 0;
   }
@@ -272,6 +283,11 @@ const runtime::LoadedModule& KernelRegistry::module_for(const PreparedKernel& ke
   auto it = m_modules.find(std::make_tuple(static_cast<void*>(context), std::string_view(kernel.key.hex())));
   if (it != m_modules.end()) {
     return *it->second;
+  }
+  if (const std::string& built_by = kernel.entry->manifest.key_fields.nvrtc_version;
+      !runtime::driver_loads_nvrtc_output(built_by)) {
+    throw ToolchainError(fmt::format("kernel {} was built by NVRTC {}, whose cubins the CUDA {} driver cannot load",
+                                     kernel.key.short_id(), built_by, runtime::driver_status().driver_version / 1000));
   }
   std::vector<std::string> names;
   for (const EntryPlan& e : kernel.plan.entries) {

@@ -3,9 +3,12 @@
 #include "compiler/errors.hpp"
 #include "runtime/context.hpp"
 #include "runtime/cuda_driver.hpp"
+#include "runtime/nvrtc_library.hpp"
 #include "runtime/overlap_streams.hpp"
 #include "runtime/prefill_call.hpp"
 #include "runtime/stream_workspace.hpp"
+
+#include <fmt/format.h>
 
 #include <iostream>
 
@@ -58,6 +61,25 @@ void* DeviceBuffer::detach() {
 
 std::size_t register_kernel_bundle(const std::string& path) {
   return KernelRegistry::instance().register_bundle(path, &std::cerr);
+}
+
+std::string kernel_cache_directory() {
+  return KernelRegistry::instance().disk_cache().config().root.value_or(std::string());
+}
+
+bool add_nvrtc_library_candidate(const std::string& path) {
+  return runtime::add_nvrtc_library_candidate(path);
+}
+
+std::string toolchain_summary() {
+  std::string out = runtime::driver_status().to_string();
+  try {
+    const runtime::NvrtcLibrary& nvrtc = runtime::NvrtcLibrary::get();
+    out += fmt::format("; NVRTC {}.{} ({})", nvrtc.version().major, nvrtc.version().minor, nvrtc.path());
+  } catch (const std::exception& e) {
+    out += fmt::format("; no NVRTC: {}", e.what());
+  }
+  return out;
 }
 
 std::string explain_prefill_route(const PrefillArgs& args, const PrefillOptions& options) {

@@ -1,25 +1,58 @@
 #!/usr/bin/env bash
 # Runs the [gpu] test cases on a machine with a CUDA driver and a GPU (the H200
 # test machine), using an existing build (scripts/build.sh on the development
-# machine; copy build/ over), and the example programs when
-# scripts/build-examples.sh has built them. Writes the log to
-# ${OUT:-.}/gpu-tests.log.
+# machine; copy build/ over), then what else is built:
+#   - the example host programs (scripts/build-examples.sh), against the
+#     installed libkdajit.so;
+#   - the Python package's tests, CPU and GPU, with torch from the machine
+#     (the wheel from scripts/python-package.sh in build/wheels, pytest and
+#     FLA from scripts/fetch-gpu-wheels.sh in build/gpu-wheels).
+# --nvrtc12: with NVRTC 12.9 loaded instead (build/nvrtc12 from
+# scripts/fetch-nvrtc12.sh, or its archive build/nvrtc12.tar.xz).
+# --fla: only kdajit.compat.chunk_kda against FLA itself (pytest marker `fla`:
+# FLA's Triton kernels compile first, a few minutes), nothing else.
+# Other arguments go to the test binary. Writes ${OUT:-.}/gpu-tests.log.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="${KDAJIT_BUILD_DIR:-$root/build}"
 log="${OUT:-$root}/gpu-tests.log"
 start=$(date +%s)
-KDAJIT_GPU_TESTS=1 "$build/tests/kdajit_tests" "[gpu]" --durations yes "$@" 2>&1 | tee "$log"
-status=${PIPESTATUS[0]}
-# The example host programs, when built (scripts/build-examples.sh), against
-# the installed libkdajit.so.
-if [ -x "$build/examples/prefill_cpp" ] && [ -x "$build/examples/prefill_c" ]; then
+markers="not fla"
+if [ "${1:-}" = "--fla" ]; then
+  shift
+  markers="fla"
+fi
+if [ "${1:-}" = "--nvrtc12" ]; then
+  shift
+  if [ ! -f "$build/nvrtc12/lib/libnvrtc.so.12" ] && [ -f "$build/nvrtc12.tar.xz" ]; then
+    mkdir -p "$build/nvrtc12" && tar -C "$build/nvrtc12" -xJf "$build/nvrtc12.tar.xz"
+  fi
+  export KDAJIT_NVRTC_LIBRARY="$build/nvrtc12/lib/libnvrtc.so.12"
+  echo "NVRTC: $KDAJIT_NVRTC_LIBRARY" | tee "$log"
+else
+  : > "$log"
+fi
+status=0
+if [ "$markers" != "fla" ]; then
+  KDAJIT_GPU_TESTS=1 "$build/tests/kdajit_tests" "[gpu]" --durations yes "$@" 2>&1 | tee -a "$log"
+  status=${PIPESTATUS[0]}
+fi
+if [ "$markers" != "fla" ] && [ -x "$build/examples/prefill_cpp" ] && [ -x "$build/examples/prefill_c" ]; then
   lib="$build/prefix/lib"
   [ -e "$lib/libkdajit.so.0" ] || ln -sf "$(basename "$(ls "$lib"/libkdajit.so.*.*.* | head -1)")" "$lib/libkdajit.so.0"
   for example in prefill_cpp prefill_c; do
     LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$build/examples/$example" 2>&1 | tee -a "$log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   done
+fi
+if ls "$build"/wheels/kdajit-*.whl > /dev/null 2>&1; then
+  py="$build/python-gpu"
+  rm -rf "$py"
+  python3 -m pip install -q --no-index --no-deps --target "$py" "$build"/wheels/kdajit-*.whl \
+    $(ls "$build"/gpu-wheels/*.whl 2> /dev/null) 2>&1 | tee -a "$log"
+  (cd "$build" && PYTHONPATH="$py" python3 -m pytest -q -rs -s -p no:cacheprovider -m "$markers" "$root/python/tests") 2>&1 |
+    tee -a "$log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 echo "gpu tests wall time: $(( $(date +%s) - start )) s (exit $status)" | tee -a "$log"
 exit $status

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages kdajit builds with, if any is missing:
 # cmake, g++, make, fmt (used header-only), nlohmann-json, Catch2 v2,
-# pkg-config and binutils (the installed-package test).
+# pkg-config and binutils (the installed-package test), python3-venv and
+# python3-dev (the Python package; pip fetches scikit-build-core and pytest).
 # The CUDA 13 toolkit is expected in its standard location (apt cannot install
 # it); CMake's FindCUDAToolkit locates it for headers only.
 set -euo pipefail
 
-packages=(cmake g++ make libfmt-dev nlohmann-json3-dev catch2 pkgconf binutils)
+packages=(cmake g++ make libfmt-dev nlohmann-json3-dev catch2 pkgconf binutils python3-venv python3-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs every test (ctest). The [gpu]
+# Installs what is missing, builds (the library, the CLI, the tests and the
+# Python package's wheel into build/venv), and runs every test (ctest). The [gpu]
 # tests appear as one skipped entry unless run on the GPU machine
 # (scripts/gpu-tests.sh).
 set -euo pipefail
@@ -7,5 +8,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build="${KDAJIT_BUILD_DIR:-$root/build}"
 "$root/scripts/install-deps.sh"
 KDAJIT_BUILD_DIR="$build" "$root/scripts/build.sh"
+KDAJIT_BUILD_DIR="$build" "$root/scripts/python-package.sh"
+KDAJIT_BUILD_DIR="$build" "$root/scripts/fetch-nvrtc12.sh"
 cd "$build"
 ctest --output-on-failure -j "$(nproc)"

@@ -10,6 +10,7 @@
 #include "runtime/generator_identity.hpp"
 #include "runtime/kernel_registry.hpp"
 #include "runtime/nvrtc_compiler.hpp"
+#include "runtime/nvrtc_library.hpp"
 #include "runtime/router.hpp"
 #include "runtime/tuning_table.hpp"
 #include "runtime/cuda_driver.hpp"
@@ -90,7 +91,8 @@ int env_command(const std::vector<std::string>& args, std::ostream& out, std::os
   const cache::CurrentIdentity identity = KernelRegistry::instance().current_identity();
   std::string nvrtc_problem;
   try {
-    j["nvrtc"] = {{"version", KernelRegistry::instance().nvrtc_version()}};
+    j["nvrtc"] = {{"version", KernelRegistry::instance().nvrtc_version()},
+                  {"library", runtime::NvrtcLibrary::get().path()}};
   } catch (const Error& e) {
     nvrtc_problem = e.what();
     j["nvrtc"] = {{"error", nvrtc_problem}};
@@ -116,7 +118,10 @@ int env_command(const std::vector<std::string>& args, std::ostream& out, std::os
     return k_exit_ok;
   }
   out << fmt::format("kdajit {} (generator {})\n", KDAJIT_VERSION, generator_id());
-  out << "NVRTC: " << (nvrtc_problem.empty() ? identity.nvrtc_version : nvrtc_problem) << "\n";
+  out << "NVRTC: "
+      << (nvrtc_problem.empty() ? fmt::format("{} ({})", identity.nvrtc_version, runtime::NvrtcLibrary::get().path())
+                                : nvrtc_problem)
+      << "\n";
   out << "driver: " << driver.to_string() << "\n";
   for (const auto& d : devices) {
     out << fmt::format("device {}: {}, CC {}, {} SMs; a call routes to {}\n", d["ordinal"].get<int>(),

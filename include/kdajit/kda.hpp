@@ -135,4 +135,21 @@ KDA_API std::string explain_prefill_route(const PrefillArgs& args, const Prefill
 /// unreadable, corrupt or truncated bundle.
 KDA_API std::size_t register_kernel_bundle(const std::string& path);
 
+/// The kernel cache directory this process uses (KDAJIT_CACHE_DIR, else
+/// $XDG_CACHE_HOME/kdajit, else $HOME/.cache/kdajit: the first usable one),
+/// or "" when no directory is usable and compiled kernels stay in memory.
+KDA_API std::string kernel_cache_directory();
+
+/// Adds a path to the NVRTC libraries tried after the loader's search path
+/// (libnvrtc.so.13, libnvrtc.so.12) and before the build-time toolkit
+/// directory; the Python package adds the nvidia-cuda-nvrtc wheels' libraries
+/// this way. Takes effect only before NVRTC is first loaded (returns false
+/// after that); KDAJIT_NVRTC_LIBRARY, when set, is still the only candidate.
+KDA_API bool add_nvrtc_library_candidate(const std::string& path);
+
+/// What this process compiles with and launches on: "CUDA driver 13.0
+/// (libcuda.so.1), 1 device; NVRTC 13.0 (libnvrtc.so.13)" or the reasons
+/// either is unavailable. Never throws.
+KDA_API std::string toolchain_summary();
+
 } // namespace kda

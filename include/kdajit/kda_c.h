@@ -62,6 +62,7 @@ typedef struct {
   kda_tensor state_checkpoints;    /* bf16 [C,H,128,128] rows, with checkpoint_every_n_tokens */
   kda_tensor checkpoint_cu_starts; /* int64 [N+1]: first row of each sequence */
   int64_t checkpoint_every_n_tokens; /* 0: no checkpoints; else a positive multiple of 16 */
+  int32_t prepare_overlap;           /* 1 (default): kda::PrefillOptions::prepare_overlap; 0: sequential */
 } kda_prefill_args;
 
 /* The size of the first version of kda_prefill_args (through `family`). */
@@ -98,6 +99,12 @@ KDA_API kda_status kda_plan_workspace_bytes(kda_plan plan, int64_t* bytes);
  * args->out is required. */
 KDA_API kda_status kda_plan_run(kda_plan plan, const kda_prefill_args* args, void* workspace, int64_t workspace_bytes);
 
+/* What a plan runs: *schedule and *target (may be NULL) receive names, and
+ * *prepare_overlapped whether its runs take the prepare kernel beside the
+ * recurrence; the strings live as long as the plan. */
+KDA_API kda_status kda_plan_describe(kda_plan plan, const char** schedule, const char** target,
+                                     int32_t* prepare_overlapped);
+
 /* Destroys a plan (NULL is ignored); its workspaces may then serve another. */
 KDA_API void kda_plan_destroy(kda_plan plan);
 
@@ -106,6 +113,25 @@ KDA_API void kda_buffer_release(kda_buffer buffer);
 
 /* Device pointer of a buffer. */
 KDA_API void* kda_buffer_data(kda_buffer buffer);
+
+/* Why the router picks what it picks for a call shaped like *args, without
+ * running it; *text is valid until the calling thread's next kdajit call. */
+KDA_API kda_status kda_explain_route(const kda_prefill_args* args, const char** text);
+
+/* Serves the kernels of a bundle (kdajit aot build) before the disk cache and
+ * NVRTC; *entries (may be NULL) receives how many entries it registered. */
+KDA_API kda_status kda_register_kernel_bundle(const char* path, size_t* entries);
+
+/* The kernel cache directory in use ("" when the cache is memory-only);
+ * *path is valid until the calling thread's next kdajit call. */
+KDA_API kda_status kda_kernel_cache_directory(const char** path);
+
+/* Adds an NVRTC library path (kda::add_nvrtc_library_candidate): *added
+ * (may be NULL) receives 0 when NVRTC was already loaded. */
+KDA_API kda_status kda_add_nvrtc_library_candidate(const char* path, int32_t* added);
+
+/* kda::toolchain_summary(), valid until the calling thread's next kdajit call. */
+KDA_API const char* kda_toolchain_summary(void);
 
 /* The last error message of the calling thread ("" when none). */
 KDA_API const char* kda_last_error(void);
