@@ -11,6 +11,10 @@ from ._tensors import Info, describe, fill, is_torch_tensor, torch_module
 from .errors import TensorError, raise_for_status
 
 _DEFAULT_SCALE = 1.0 / math.sqrt(128.0)
+_FIELD_OFFSETS = {name: getattr(KdaPrefillArgs, name).offset for name in TENSOR_FIELDS}
+# Plan.run's parameters, in the order it passes them on
+_RUN_ORDER = ("q", "k", "v", "g", "beta", "a_log", "dt_bias", "initial_state", "cu_seqlens", "out", "final_state",
+              "ssm_state_indices", "seq_order", "state_checkpoints", "checkpoint_cu_starts")
 _FAMILIES = ("warp_mma", "wgmma", "tcgen05")
 
 
@@ -94,9 +98,10 @@ def _make_args(call: _Call, values: dict, scale: Optional[float], lower_bound: f
                checkpoint_every_n_tokens: Optional[int], schedule: Optional[str], family: Optional[str],
                prepare_overlap: bool) -> KdaPrefillArgs:
     args = KdaPrefillArgs()
-    lib.kda_prefill_args_init(ctypes.byref(args))
-    for name in TENSOR_FIELDS:
-        fill(getattr(args, name), call.infos.get(name))
+    lib.kda_prefill_args_init(ctypes.byref(args))  # every tensor empty
+    for name, info in call.infos.items():
+        if info is not None:
+            fill(args, _FIELD_OFFSETS[name], info)
     args.scale = _DEFAULT_SCALE if scale is None else float(scale)
     args.lower_bound = float(lower_bound)
     args.output_final_state = 1 if output_final_state else 0
@@ -275,15 +280,22 @@ class Plan:
             self.workspace = torch.empty(self.workspace_bytes, dtype=torch.uint8,
                                          device=torch.device("cuda", self.device))
         self._workspace = self._extent_of(self.workspace)
-        # run(): per present tensor, its pointer slot and its signature
+        self._workspace_arguments = (ctypes.c_void_p(self._workspace[0]), ctypes.c_int64(self._workspace[1]))
+        # run(): for each tensor of the signature, its position among run()'s
+        # parameters, what it must match and where its pointer goes; the
+        # positions of the tensors the signature has not
         base = ctypes.addressof(args)
-        self._slots = []
-        for name in TENSOR_FIELDS:
+        self._present, self._absent = [], []
+        for position, name in enumerate(_RUN_ORDER):
             info = self._signature.get(name)
-            field = getattr(KdaPrefillArgs, name)
-            pointer = ctypes.c_void_p.from_address(base + field.offset)  # kda_tensor.data comes first
-            self._slots.append((name, info, pointer))
+            if info is None:
+                self._absent.append(position)
+                continue
+            pointer = ctypes.c_void_p.from_address(base + _FIELD_OFFSETS[name])  # kda_tensor.data comes first
+            dtype = _torch_dtype(info.dtype) if self._torch else None
+            self._present.append((position, name, info, pointer, info.shape, dtype, info.device, info.strides))
         self._stream_slot = ctypes.c_void_p.from_address(base + KdaPrefillArgs.stream.offset)
+        self._args_ref = ctypes.byref(args)
 
     def _extent_of(self, buffer) -> tuple:
         """(pointer, bytes) of a workspace; the library refuses one that is too
@@ -303,22 +315,23 @@ class Plan:
         recurrent_kda_prefill returns."""
         given = (q, k, v, g, beta, A_log, dt_bias, initial_state, cu_seqlens, out, final_state, ssm_state_indices,
                  seq_order, state_checkpoints, checkpoint_cu_starts)
-        for (name, info, pointer), x in zip(self._slots, given):
-            if info is None:
-                if x is not None:
-                    raise TensorError(f"{name}: given, but the plan's signature has none")
-                continue
-            if self._torch:
+        for position in self._absent:
+            if given[position] is not None:
+                raise TensorError(f"{_RUN_ORDER[position]}: given, but the plan's signature has none")
+        if self._torch:
+            data_ptr, get_device, stride, is_contiguous = _torch_methods()
+            for position, name, info, pointer, shape, dtype, device, strides in self._present:
+                x = given[position]
                 try:
-                    same = (x.shape == info.shape and x.dtype is _torch_dtype(info.dtype) and
-                            x.get_device() == info.device and
-                            (x.is_contiguous() if not info.strides else x.stride() == info.strides))
-                except AttributeError:
-                    same = False
-                if not same:
+                    if (x.dtype is not dtype or x.shape != shape or get_device(x) != device or
+                            (stride(x) != strides if strides else not is_contiguous(x))):
+                        self._mismatch(name, info, x)
+                    pointer.value = data_ptr(x)
+                except (AttributeError, TypeError):  # not a tensor
                     self._mismatch(name, info, x)
-                pointer.value = x.data_ptr()
-            else:
+        else:
+            for position, name, info, pointer, shape, dtype, device, strides in self._present:
+                x = given[position]
                 now = describe(name, x) if x is not None else None
                 if now is None or now[1:4] != info[1:4] or now.device != info.device:
                     self._mismatch(name, info, x)
@@ -328,17 +341,16 @@ class Plan:
         else:
             handle = _stream_handle(stream, self.device, self._torch)
         self._stream_slot.value = handle or None
-        workspace_ptr, workspace_bytes = self._workspace if workspace is None else self._extent_of(workspace)
-        status = lib.kda_plan_run(self._handle, self._args_ref, workspace_ptr, workspace_bytes)
+        if workspace is None:
+            status = _plan_run(self._handle, self._args_ref, self._workspace_arguments[0], self._workspace_arguments[1])
+        else:
+            pointer, nbytes = self._extent_of(workspace)
+            status = _plan_run(self._handle, self._args_ref, ctypes.c_void_p(pointer), ctypes.c_int64(nbytes))
         if status != 0:
             _check(status)
         if self._checkpoints:
             return out, self._state_result(initial_state, final_state), state_checkpoints
         return out, self._state_result(initial_state, final_state)
-
-    @property
-    def _args_ref(self):
-        return ctypes.byref(self._args)
 
     def _state_result(self, initial_state, final_state):
         if not self._output_final_state:
@@ -373,6 +385,24 @@ def _torch_dtype(code: int):
         torch = torch_module()
         _torch_by_code.update({0: torch.bfloat16, 1: torch.float32, 2: torch.int32, 3: torch.int64})
     return _torch_by_code[code]
+
+
+# kda_plan_run for Plan.run, called with ctypes objects only: no argument
+# conversion on the way
+_plan_run = lib["kda_plan_run"]
+_plan_run.restype = ctypes.c_int
+_plan_run.argtypes = None
+
+_methods: tuple = ()
+
+
+def _torch_methods() -> tuple:
+    """torch.Tensor's data_ptr, get_device, stride and is_contiguous, unbound."""
+    global _methods
+    if not _methods:
+        tensor = torch_module().Tensor
+        _methods = (tensor.data_ptr, tensor.get_device, tensor.stride, tensor.is_contiguous)
+    return _methods
 
 
 _raw_stream = None

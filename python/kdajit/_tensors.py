@@ -6,6 +6,7 @@ torch module is already loaded and the object is a ``torch.Tensor``.
 from __future__ import annotations
 
 import ctypes
+import struct
 import sys
 from typing import Any, NamedTuple, Optional
 
@@ -144,15 +145,18 @@ def buffer_extent(name: str, x: Any) -> tuple:
     return (t.data or 0) + t.byte_offset, count * t.dtype.bits * t.dtype.lanes // 8, t.device.device_id
 
 
-def fill(slot: KdaTensor, info: Optional[Info]) -> None:
-    """Writes `info` into a kda_tensor (all zero for None)."""
+# kda_tensor: data, dtype, rank, shape[4], strides[4] (native alignment)
+_TENSOR_LAYOUT = struct.Struct("Pii4q4q")
+assert _TENSOR_LAYOUT.size == ctypes.sizeof(KdaTensor)
+_ZERO4 = (0, 0, 0, 0)
+
+
+def fill(args: ctypes.Structure, offset: int, info: Optional[Info]) -> None:
+    """Writes `info` into the kda_tensor at `offset` of `args` (all zero for None)."""
     if info is None:
-        slot.data = None
-        slot.rank = 0
+        _TENSOR_LAYOUT.pack_into(args, offset, 0, 0, 0, *_ZERO4, *_ZERO4)
         return
-    slot.data = info.data
-    slot.dtype = info.dtype
-    slot.rank = len(info.shape)
-    for i in range(4):
-        slot.shape[i] = info.shape[i] if i < len(info.shape) else 0
-        slot.strides[i] = info.strides[i] if i < len(info.strides) else 0  # () = contiguous
+    rank = len(info.shape)
+    shape = info.shape + _ZERO4[rank:]
+    strides = (info.strides + _ZERO4[len(info.strides):]) if info.strides else _ZERO4  # () = contiguous
+    _TENSOR_LAYOUT.pack_into(args, offset, info.data, info.dtype, rank, *shape, *strides)
