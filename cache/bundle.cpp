@@ -1,5 +1,8 @@
 #include "cache/bundle.hpp"
 
+#include "compiler/json_reader.hpp"
+
+#include "cache/posix_io.hpp"
 #include "cache/sha256.hpp"
 #include "compiler/errors.hpp"
 
@@ -83,11 +86,13 @@ Bundle Bundle::decode(Bytes bytes, const std::string& source) {
     refuse(source, fmt::format("truncated: the index needs {} bytes, the file has {} after the header", index_size,
                                bytes.size() - 16));
   }
-  const nlohmann::json index = nlohmann::json::parse(bytes.begin() + 16, bytes.begin() + 16 + static_cast<long>(index_size),
-                                                     nullptr, false);
-  if (index.is_discarded() || !index.is_object()) {
-    refuse(source, "the index is not a JSON object");
+  std::string error;
+  const std::optional<nlohmann::json> parsed = parse_json_bounded(
+      std::string_view(reinterpret_cast<const char*>(bytes.data()) + 16, static_cast<std::size_t>(index_size)), error);
+  if (!parsed || !parsed->is_object()) {
+    refuse(source, parsed ? std::string("the index is not a JSON object") : "the index is not valid JSON (" + error + ")");
   }
+  const nlohmann::json& index = *parsed;
   const auto version_field = index.find("format_version");
   const long long version = version_field != index.end() && version_field->is_number_integer()
                                 ? version_field->get<long long>()
@@ -132,12 +137,11 @@ Bundle Bundle::decode(Bytes bytes, const std::string& source) {
 }
 
 Bundle Bundle::read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw CacheError(fmt::format("bundle {}: cannot be read", path));
+  ReadResult file = try_read_file(path);
+  if (!file.ok()) {
+    throw CacheError(fmt::format("bundle {}: cannot be read: {}", path, file.what()));
   }
-  Bytes bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return decode(std::move(bytes), path);
+  return decode(std::move(file.bytes), path);
 }
 
 const BundleEntry* Bundle::find(const std::string& key) const {

@@ -1,6 +1,7 @@
 #include "cache/cache_config.hpp"
 
 #include "cache/cache_dir.hpp"
+#include "cache/entry_io.hpp"
 #include "cache/posix_io.hpp"
 
 #include <fmt/format.h>
@@ -53,11 +54,26 @@ std::string summarize(const std::vector<DirCandidate>& candidates) {
   return out;
 }
 
-// Accepts a root only if its v1 layout can be made too.
+// Whether `root` is empty or already holds kdajit's layout: a directory of
+// other files (a system directory behind a symlink, a project tree) is not
+// turned into a cache.
+bool empty_or_cache(const std::string& root) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(root + "/" + std::string(k_layout_dir), ec)) {
+    return true;
+  }
+  return std::filesystem::is_empty(root, ec) && !ec;
+}
+
+// Accepts a root only if it is empty or a cache already, and its v1 layout
+// can be made too.
 DirCheck prepare_root(const std::string& root) {
   DirCheck check = prepare_private_dir(root);
   if (check.verdict != DirVerdict::usable) {
     return check;
+  }
+  if (!empty_or_cache(root)) {
+    return {DirVerdict::refused, fmt::format("holds other files and no kdajit cache ({}/)", k_layout_dir)};
   }
   for (const char* sub : {"/v1", "/v1/entries", "/v1/tmp"}) {
     if (const int error = try_make_directory(root + sub, 0700); error != 0) {
@@ -73,6 +89,11 @@ void resolve_root(const EnvMap& env, CacheConfig& config) {
     config.root_candidates.push_back({s.source, s.path, std::string(dir_verdict_name(check.verdict)), check.reason});
     if (check.verdict == DirVerdict::usable) {
       config.root = s.path;
+      const DirCandidate& first = config.root_candidates.front();
+      if (config.root_candidates.size() > 1 && first.source == "KDAJIT_CACHE_DIR") {
+        config.fallback_warning = fmt::format("KDAJIT_CACHE_DIR={} is {} ({}): the cache is {} ({}) instead",
+                                              first.path, first.verdict, first.reason, s.path, s.source);
+      }
       return;
     }
     if (check.verdict == DirVerdict::unwritable) {

@@ -48,6 +48,9 @@ struct CacheConfig {
   std::optional<std::string> root; ///< nullopt: memory-only cache
   std::vector<DirCandidate> root_candidates;
   std::string memory_only_warning; ///< set when root is nullopt
+  /// Set when KDAJIT_CACHE_DIR was set but refused and a later candidate is
+  /// the root: an explicit choice is never replaced without a word.
+  std::string fallback_warning;
 
   std::optional<std::string> lock_dir; ///< nullopt: no cross-process locks
   std::vector<DirCandidate> lock_candidates;

@@ -22,6 +22,9 @@ DiskCache::DiskCache(CacheConfig config, WarningSink warning_sink)
     : m_config(std::move(config)), m_warning_sink(std::move(warning_sink)) {
   if (m_config.root) {
     m_layout.emplace(*m_config.root);
+    if (!m_config.fallback_warning.empty()) {
+      warn_once(CacheWarning::cache_dir_refused, m_warning_sink, m_config.fallback_warning);
+    }
   } else if (!m_config.memory_only_warning.empty()) {
     warn_once(CacheWarning::memory_only, m_warning_sink, m_config.memory_only_warning);
   }

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <ctime>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace kda::cache {
@@ -78,14 +79,23 @@ std::string CacheLayout::entry_dir(const CacheKey& key) const {
   return fmt::format("{}/{}", shard_dir(key), key.hex());
 }
 
+// A manifest is a few KiB; more is not one.
+constexpr std::uint64_t k_max_manifest_bytes = 1 << 20;
+
 LookupResult read_entry(const std::string& entry_dir, const CacheKey& key) {
+  // a symlink or a file where the entry directory belongs is a bad entry (and
+  // quarantined), never followed and never a reason to recompile every run
+  if (struct stat st {}; ::lstat(entry_dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+    return miss(MissReason::corrupt_manifest,
+                fmt::format("{} is not a directory ({})", entry_dir, S_ISLNK(st.st_mode) ? "a symlink" : "a file"));
+  }
   const std::string manifest_path = entry_dir + "/" + k_manifest_file;
-  const ReadResult text = try_read_file(manifest_path);
+  const ReadResult text = try_read_file(manifest_path, k_max_manifest_bytes);
   if (text.error == ENOENT || text.error == ENOTDIR) {
     return miss(MissReason::not_found, fmt::format("no {}", manifest_path));
   }
-  if (text.error != 0) {
-    return miss(MissReason::corrupt_manifest, fmt::format("cannot read {}: {}", manifest_path, errno_text(text.error)));
+  if (!text.ok()) {
+    return miss(MissReason::corrupt_manifest, fmt::format("cannot read {}: {}", manifest_path, text.what()));
   }
   ManifestParse parsed = parse_manifest(bytes_as_string(text.bytes));
   if (!parsed.manifest) {
@@ -102,8 +112,8 @@ LookupResult read_entry(const std::string& entry_dir, const CacheKey& key) {
   }
   const std::string cubin_path = entry_dir + "/" + k_cubin_file;
   ReadResult cubin = try_read_file(cubin_path);
-  if (cubin.error != 0) {
-    return miss(MissReason::checksum_mismatch, fmt::format("cannot read {}: {}", cubin_path, errno_text(cubin.error)));
+  if (!cubin.ok()) {
+    return miss(MissReason::checksum_mismatch, fmt::format("cannot read {}: {}", cubin_path, cubin.what()));
   }
   if (cubin.bytes.size() != m.cubin_size) {
     return miss(MissReason::checksum_mismatch,

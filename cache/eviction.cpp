@@ -132,12 +132,18 @@ EvictionResult apply_eviction(const CacheLayout& layout, const std::optional<std
   return result;
 }
 
-std::uint64_t max_bytes_from_environment() {
-  if (const char* v = std::getenv("KDAJIT_MAX_BYTES"); v != nullptr) {
-    if (const std::optional<std::uint64_t> cap = parse_byte_size(v)) {
-      return *cap;
-    }
+std::uint64_t max_bytes_from_environment(const WarningSink& warnings) {
+  const char* v = std::getenv("KDAJIT_MAX_BYTES");
+  if (v == nullptr || *v == '\0') {
+    return k_default_max_bytes;
   }
+  if (const std::optional<std::uint64_t> cap = parse_byte_size(v)) {
+    return *cap;
+  }
+  warn_once(CacheWarning::bad_max_bytes, warnings,
+            fmt::format("KDAJIT_MAX_BYTES='{}' is not a byte count (digits with an optional K, M or G, at most 1 EiB): "
+                        "the default cap of {} bytes applies",
+                        v, k_default_max_bytes));
   return k_default_max_bytes;
 }
 
@@ -186,10 +192,14 @@ std::optional<std::uint64_t> parse_byte_size(const std::string& text) {
     digits.pop_back();
   }
   if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-      digits.size() > 15) {
+      digits.size() > 19) {
     return std::nullopt;
   }
-  return std::stoull(digits) * scale;
+  const std::uint64_t count = std::stoull(digits); // < 10^19 < 2^64
+  if (count > k_max_byte_size / scale) {
+    return std::nullopt; // above the limit, never wrapped around to a small cap
+  }
+  return count * scale;
 }
 
 } // namespace kda::cache

@@ -18,6 +18,7 @@
 
 #include "cache/entry_io.hpp"
 #include "cache/list_entries.hpp"
+#include "cache/warnings.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -76,8 +77,9 @@ struct EvictionResult {
 EvictionResult apply_eviction(const CacheLayout& layout, const std::optional<std::string>& lock_dir,
                               const EvictionPlan& plan);
 
-/// The size cap in effect: KDAJIT_MAX_BYTES when it parses, else the default.
-std::uint64_t max_bytes_from_environment();
+/// The size cap in effect: KDAJIT_MAX_BYTES when it parses, else the default
+/// (a value that does not parse is reported once to `warnings`).
+std::uint64_t max_bytes_from_environment(const WarningSink& warnings = stderr_warning_sink());
 
 /// Opportunistic collection (cache-and-jit.md 6.5): when another process
 /// holds `<lock_dir>/gc.lock` it returns at once; otherwise it evicts down to
@@ -86,8 +88,12 @@ std::uint64_t max_bytes_from_environment();
 std::size_t collect_over_cap(const std::string& root, const std::optional<std::string>& lock_dir,
                              const CurrentIdentity& current, std::uint64_t max_bytes, std::int64_t now_unix);
 
+/// The largest byte count parse_byte_size accepts (1 EiB).
+inline constexpr std::uint64_t k_max_byte_size = 1ull << 60;
+
 /// A byte count with an optional K, M or G suffix (powers of 1,024): "512M",
-/// "2G", "1048576"; nullopt when it is not one (KDAJIT_MAX_BYTES, --max-bytes).
+/// "2G", "1048576"; nullopt when it is not one or exceeds k_max_byte_size
+/// (KDAJIT_MAX_BYTES, --max-bytes).
 std::optional<std::uint64_t> parse_byte_size(const std::string& text);
 
 } // namespace kda::cache

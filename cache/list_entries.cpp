@@ -20,6 +20,13 @@ std::vector<ListedEntry> list_entries(const std::string& root) {
       continue;
     }
     for (const auto& entry : fs::directory_iterator(shard.path(), ec)) {
+      if (entry.path().filename().string().find('.') == std::string::npos &&
+          (entry.is_symlink() || !entry.is_directory())) {
+        // listed so that gc and clear can remove it (never followed)
+        out.push_back({entry.path().string(), std::nullopt,
+                       entry.is_symlink() ? "not a directory (a symlink)" : "not a directory (a file)", 0});
+        continue;
+      }
       const fs::path manifest_path = entry.path() / k_manifest_file;
       if (!entry.is_directory() || entry.path().filename().string().find('.') != std::string::npos ||
           !fs::exists(manifest_path)) {

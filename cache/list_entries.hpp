@@ -18,7 +18,8 @@ struct ListedEntry {
 };
 
 /// Every entry directory under `<root>/v1/entries` that holds a manifest,
-/// sorted by directory name (quarantined and staging directories excluded).
+/// and every symlink or file in an entry's place (with its problem), sorted
+/// by name (quarantined and staging directories excluded).
 std::vector<ListedEntry> list_entries(const std::string& root);
 
 } // namespace kda::cache

@@ -1,5 +1,7 @@
 #include "cache/manifest.hpp"
 
+#include "compiler/json_reader.hpp"
+
 #include "cache/sha256.hpp"
 
 #include <fmt/format.h>
@@ -208,13 +210,14 @@ ManifestParse manifest_from_json(const json& j) {
 }
 
 ManifestParse parse_manifest(std::string_view text) {
-  const json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
+  std::string error;
+  const std::optional<json> j = parse_json_bounded(text, error);
+  if (!j) {
     ManifestParse out;
-    out.message = "manifest is not valid JSON";
+    out.message = "manifest is not valid JSON (" + error + ")";
     return out;
   }
-  return manifest_from_json(j);
+  return manifest_from_json(*j);
 }
 
 } // namespace kda::cache

@@ -31,7 +31,7 @@ int write_all(int fd, const std::uint8_t* data, std::size_t size) {
 }
 
 void write_new_file(const std::string& path, const std::uint8_t* data, std::size_t size) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
     throw_io_error("cannot create", path, errno);
   }
@@ -60,17 +60,34 @@ void throw_io_error(std::string_view what, const std::string& path, int error) {
   throw CacheError(fmt::format("{} {}: {}", what, path, errno_text(error)));
 }
 
-ReadResult try_read_file(const std::string& path) {
+std::string ReadResult::what() const {
+  return !problem.empty() ? problem : errno_text(error);
+}
+
+ReadResult try_read_file(const std::string& path, std::uint64_t max_bytes) {
   ReadResult out;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     out.error = errno;
     return out;
   }
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && st.st_size > 0) {
-    out.bytes.reserve(static_cast<std::size_t>(st.st_size));
+  if (::fstat(fd, &st) != 0) {
+    out.error = errno;
+    ::close(fd);
+    return out;
   }
+  if (!S_ISREG(st.st_mode)) {
+    out.problem = S_ISDIR(st.st_mode) ? "not a regular file (a directory)" : "not a regular file";
+    ::close(fd);
+    return out;
+  }
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
+    out.problem = fmt::format("{} bytes, more than the {} bytes kdajit reads", st.st_size, max_bytes);
+    ::close(fd);
+    return out;
+  }
+  out.bytes.reserve(static_cast<std::size_t>(st.st_size));
   std::uint8_t buffer[65536];
   for (;;) {
     const ssize_t n = ::read(fd, buffer, sizeof buffer);
@@ -82,6 +99,11 @@ ReadResult try_read_file(const std::string& path) {
       break;
     }
     if (n == 0) {
+      break;
+    }
+    if (out.bytes.size() + static_cast<std::size_t>(n) > max_bytes) {
+      out.problem = fmt::format("more than the {} bytes kdajit reads (it grew while read)", max_bytes);
+      out.bytes.clear();
       break;
     }
     out.bytes.insert(out.bytes.end(), buffer, buffer + n);

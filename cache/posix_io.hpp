@@ -21,13 +21,24 @@ std::string errno_text(int error);
 [[noreturn]] void throw_io_error(std::string_view what, const std::string& path, int error);
 
 struct ReadResult {
-  int error = 0; ///< 0, or the errno of the failed open/read
+  int error = 0;       ///< 0, or the errno of the failed open/read
+  std::string problem; ///< set when the file was refused: not a regular file, or larger than the limit
   Bytes bytes;
+
+  bool ok() const { return error == 0 && problem.empty(); }
+  /// The problem, or the errno's text.
+  std::string what() const;
 };
 
-ReadResult try_read_file(const std::string& path);
+/// The largest cache file read whole (a cubin, a manifest, a bundle): 4 GiB.
+inline constexpr std::uint64_t k_max_cache_file_bytes = 4ull << 30;
 
-/// Creates (O_EXCL) `path` with mode 0600, writes `data` and fsyncs it.
+/// Reads a regular file of at most `max_bytes` (a FIFO or device is refused
+/// without blocking on it, a larger file before reading).
+ReadResult try_read_file(const std::string& path, std::uint64_t max_bytes = k_max_cache_file_bytes);
+
+/// Creates `path` (O_EXCL, O_NOFOLLOW: never an existing file or a symlink)
+/// with mode 0600, writes `data` and fsyncs it.
 void write_new_file_synced(const std::string& path, std::string_view data);
 void write_new_file_synced(const std::string& path, const Bytes& data);
 

@@ -16,6 +16,8 @@ enum class CacheWarning {
   no_locks,        ///< no usable lock directory
   lock_failed,     ///< a lock file could not be opened or locked (not a timeout)
   publish_failed,  ///< an entry could not be written; kept in memory
+  bad_max_bytes,   ///< KDAJIT_MAX_BYTES does not parse: the default cap applies
+  cache_dir_refused, ///< KDAJIT_CACHE_DIR refused: a later candidate is the cache
   count_           // not a warning: the number of enumerators
 };
 

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <set>
+#include <utility>
+
 namespace kda {
 namespace {
 
@@ -21,8 +24,40 @@ std::string Diagnostic::to_string() const {
   return json_path.empty() ? message : json_path + ": " + message;
 }
 
+namespace {
+
+// Identical diagnostics once each, and at most k_max_reported of them, then one
+// line counting the rest: a hostile file must not make the report grow with
+// the square of its size.
+constexpr std::size_t k_max_reported = 100;
+
+// Bounds `diagnostics` in place; returns it (for the base's message).
+const std::vector<Diagnostic>& bound(std::vector<Diagnostic>& diagnostics) {
+  std::vector<Diagnostic> out;
+  std::set<std::pair<std::string, std::string>> seen;
+  std::size_t rest = 0;
+  for (Diagnostic& d : diagnostics) {
+    if (!seen.emplace(d.json_path, d.message).second) {
+      continue;
+    }
+    if (out.size() < k_max_reported) {
+      out.push_back(std::move(d));
+    } else {
+      ++rest;
+    }
+  }
+  if (rest > 0) {
+    out.push_back({"", fmt::format("and {} more problem{} not listed", rest, rest == 1 ? "" : "s")});
+  }
+  diagnostics = std::move(out);
+  return diagnostics;
+}
+
+} // namespace
+
+// The base is initialised first: it bounds the diagnostics the member then takes.
 ScheduleError::ScheduleError(std::string source, std::vector<Diagnostic> diagnostics)
-    : Error(join_diagnostics(source, diagnostics)), m_source(std::move(source)),
+    : Error(join_diagnostics(source, bound(diagnostics))), m_source(std::move(source)),
       m_diagnostics(std::move(diagnostics)) {}
 
 TensorError::TensorError(std::string argument, const std::string& message)

@@ -6,6 +6,30 @@
 
 namespace kda {
 
+namespace {
+
+struct TooDeep {};
+
+} // namespace
+
+std::optional<nlohmann::json> parse_json_bounded(std::string_view text, std::string& error) {
+  const nlohmann::json::parser_callback_t depth_limit = [](int depth, nlohmann::json::parse_event_t,
+                                                           nlohmann::json&) {
+    if (depth > k_max_json_depth) {
+      throw TooDeep{};
+    }
+    return true;
+  };
+  try {
+    return nlohmann::json::parse(text.begin(), text.end(), depth_limit);
+  } catch (const TooDeep&) {
+    error = fmt::format("nested deeper than {} levels", k_max_json_depth);
+  } catch (const nlohmann::json::exception& e) {
+    error = e.what();
+  }
+  return std::nullopt;
+}
+
 std::string json_child_path(const std::string& parent, const std::string& key) {
   std::string escaped;
   for (char c : key) {
@@ -84,6 +108,18 @@ std::optional<std::int64_t> ObjectReader::integer(const std::string& key, bool r
     return std::nullopt;
   }
   return v->get<std::int64_t>();
+}
+
+std::optional<int> ObjectReader::small_integer(const std::string& key, bool required) {
+  const std::optional<std::int64_t> v = integer(key, required);
+  if (!v) {
+    return std::nullopt;
+  }
+  if (*v < -k_small_integer_limit || *v > k_small_integer_limit) {
+    report(key, fmt::format("{} is outside -{}..{}", *v, k_small_integer_limit, k_small_integer_limit));
+    return std::nullopt;
+  }
+  return static_cast<int>(*v);
 }
 
 std::optional<double> ObjectReader::number(const std::string& key, bool required) {

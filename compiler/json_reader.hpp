@@ -12,9 +12,19 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kda {
+
+/// The deepest nesting parse_json_bounded accepts (kdajit's documents need 6).
+inline constexpr int k_max_json_depth = 64;
+
+/// Parses JSON text, refusing nesting deeper than k_max_json_depth (code that
+/// walks a deep document recursively would exhaust its stack): the value, or
+/// nullopt with `error` set ("nested deeper than 64 levels", or the parser's
+/// message).
+std::optional<nlohmann::json> parse_json_bounded(std::string_view text, std::string& error);
 
 /// JSON pointer of `key` under `parent` ("/smem" + "buffers" -> "/smem/buffers").
 std::string json_child_path(const std::string& parent, const std::string& key);
@@ -22,6 +32,9 @@ std::string json_child_path(const std::string& parent, std::size_t index);
 
 class ObjectReader {
 public:
+  /// The largest magnitude small_integer() accepts.
+  static constexpr std::int64_t k_small_integer_limit = 1'000'000;
+
   /// Reports a diagnostic (and reads nothing) when `value` is not an object.
   ObjectReader(const nlohmann::json& value, std::string path, std::vector<Diagnostic>& sink);
 
@@ -35,6 +48,9 @@ public:
 
   std::optional<std::string> string(const std::string& key, bool required);
   std::optional<std::int64_t> integer(const std::string& key, bool required);
+  /// An integer within ±k_small_integer_limit (counts, sizes, indices: the
+  /// checks after parsing judge the exact range); reported otherwise.
+  std::optional<int> small_integer(const std::string& key, bool required);
   std::optional<double> number(const std::string& key, bool required);
   std::optional<bool> boolean(const std::string& key, bool required);
   /// An array value (reported when present but not an array).

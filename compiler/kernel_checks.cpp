@@ -91,11 +91,11 @@ void check_warp_roles(const Schedule& schedule, const KernelDecl& kernel, const 
     return;
   }
   std::set<std::string> names;
-  int registers_total = 0;
+  std::int64_t registers_total = 0;
   bool all_have_registers = true;
   const WarpRole* producer = nullptr;
-  int first_warp = -1;
-  int next_warp = 0;
+  std::int64_t first_warp = -1;
+  std::int64_t next_warp = 0;
   bool any_registers = false;
   for (const WarpRole& role : kernel.warp_roles) {
     first_warp = next_warp;
@@ -124,7 +124,7 @@ void check_warp_roles(const Schedule& schedule, const KernelDecl& kernel, const 
       sink.push_back({role.json_path + "/registers",
                       fmt::format("{} registers: setmaxnreg takes a multiple of 8 in 24..256", regs)});
     }
-    registers_total += regs * 32 * std::max(0, role.warps);
+    registers_total += std::int64_t{regs} * 32 * std::max(0, role.warps);
     if (first_warp % 4 != 0 || role.warps % 4 != 0) {
       sink.push_back({role.json_path + "/registers",
                       fmt::format("setmaxnreg applies to whole warpgroups: role '{}' (warps {}..{}) must start at a "

@@ -2,10 +2,13 @@
 
 #include "compiler/errors.hpp"
 #include "compiler/json_reader.hpp"
+#include "compiler/read_file.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace kda {
@@ -55,8 +58,8 @@ std::vector<std::string> read_string_list(ObjectReader& reader, const std::strin
   return out;
 }
 
-int narrow_int(std::optional<std::int64_t> value, int fallback) {
-  return value ? static_cast<int>(std::clamp<std::int64_t>(*value, -1'000'000'000, 1'000'000'000)) : fallback;
+int narrow_int(std::optional<int> value, int fallback) {
+  return value.value_or(fallback);
 }
 
 BufferDecl read_buffer(const json& value, const std::string& path, std::vector<Diagnostic>& sink) {
@@ -115,9 +118,9 @@ std::vector<WarpRole> read_warp_roles(ObjectReader& parent, std::vector<Diagnost
     role.json_path = json_child_path(parent.path_of("warp_roles"), i);
     ObjectReader r((*list)[i], role.json_path, sink);
     role.name = r.string("name", true).value_or("");
-    role.warps = narrow_int(r.integer("warps", true), 0);
-    if (std::optional<std::int64_t> regs = r.integer("registers", false)) {
-      role.registers = narrow_int(regs, 0);
+    role.warps = narrow_int(r.small_integer("warps", true), 0);
+    if (r.field("registers", false) != nullptr) {
+      role.registers = narrow_int(r.small_integer("registers", false), 0);
     }
     r.reject_unknown_keys();
     roles.push_back(std::move(role));
@@ -132,8 +135,8 @@ PipelineDecl read_pipeline(ObjectReader& parent, std::vector<Diagnostic>& sink) 
     return pipeline;
   }
   ObjectReader r(*value, parent.path_of("pipeline"), sink);
-  pipeline.stages = narrow_int(r.integer("stages", true), 1);
-  pipeline.producer_groups = narrow_int(r.integer("producer_groups", false), 1);
+  pipeline.stages = narrow_int(r.small_integer("stages", true), 1);
+  pipeline.producer_groups = narrow_int(r.small_integer("producer_groups", false), 1);
   r.reject_unknown_keys();
   return pipeline;
 }
@@ -143,8 +146,8 @@ void read_kernel_body(ObjectReader& r, KernelDecl& kernel, std::vector<Diagnosti
   kernel.phases = read_string_list(r, "phases", true, sink);
   kernel.pipeline = read_pipeline(r, sink);
   kernel.warp_roles = read_warp_roles(r, sink);
-  kernel.min_blocks_per_sm = narrow_int(r.integer("min_blocks_per_sm", false), 0);
-  kernel.chunks_per_cta = narrow_int(r.integer("chunks_per_cta", false), 1);
+  kernel.min_blocks_per_sm = narrow_int(r.small_integer("min_blocks_per_sm", false), 0);
+  kernel.chunks_per_cta = narrow_int(r.small_integer("chunks_per_cta", false), 1);
   kernel.exclusive_sm = r.boolean("exclusive_sm", false).value_or(false);
   kernel.programmatic_launch = r.boolean("programmatic_launch", false).value_or(false);
   if (const json* smem = r.field("smem", true)) {
@@ -155,12 +158,12 @@ void read_kernel_body(ObjectReader& r, KernelDecl& kernel, std::vector<Diagnosti
 Eligibility read_eligibility(const json& value, const std::string& path, std::vector<Diagnostic>& sink) {
   Eligibility e;
   ObjectReader r(value, path, sink);
-  e.head_dim = narrow_int(r.integer("head_dim", false), 128);
+  e.head_dim = narrow_int(r.small_integer("head_dim", false), 128);
   if (const json* heads = r.field("heads", false)) {
     ObjectReader h(*heads, r.path_of("heads"), sink);
-    e.min_heads = narrow_int(h.integer("min", false), 1);
-    if (std::optional<std::int64_t> max = h.integer("max", false)) {
-      e.max_heads = narrow_int(max, 0);
+    e.min_heads = narrow_int(h.small_integer("min", false), 1);
+    if (h.field("max", false) != nullptr) {
+      e.max_heads = narrow_int(h.small_integer("max", false), 0);
     }
     h.reject_unknown_keys();
   }
@@ -183,11 +186,14 @@ Eligibility read_eligibility(const json& value, const std::string& path, std::ve
 } // namespace
 
 int KernelDecl::warps() const {
-  int total = 0;
+  // saturated so that threads() stays an int: the checks report any count
+  // above a CTA's 32 warps long before this bound
+  constexpr std::int64_t k_bound = std::numeric_limits<int>::max() / 32;
+  std::int64_t total = 0;
   for (const WarpRole& role : warp_roles) {
-    total += role.warps;
+    total = std::clamp<std::int64_t>(total + role.warps, -k_bound, k_bound);
   }
-  return total;
+  return static_cast<int>(total);
 }
 
 int KernelDecl::phase_index(const std::string& phase) const {
@@ -205,13 +211,22 @@ int KernelDecl::phase_index(const std::string& phase) const {
 std::int64_t BufferDecl::elements() const {
   std::int64_t n = 1;
   for (std::int64_t d : shape) {
-    n *= d;
+    if (d <= 0) {
+      return 0; // reported by check_buffer_decls
+    }
+    if (__builtin_mul_overflow(n, d, &n)) {
+      return std::numeric_limits<std::int64_t>::max();
+    }
   }
   return n;
 }
 
 std::int64_t BufferDecl::bytes() const {
-  return elements() * dtype_size(dtype);
+  std::int64_t out = 0;
+  if (__builtin_mul_overflow(elements(), dtype_size(dtype), &out)) {
+    return std::numeric_limits<std::int64_t>::max();
+  }
+  return out;
 }
 
 Schedule parse_schedule(const json& document, const std::string& source) {
@@ -227,10 +242,10 @@ Schedule parse_schedule(const json& document, const std::string& source) {
   s.description = r.string("description", false).value_or("");
   s.family = r.word<Family>("family", true, parse_family, family_words()).value_or(Family::warp_mma);
   s.targets = read_string_list(r, "targets", true, sink);
-  s.chunk_size = narrow_int(r.integer("chunk_size", true), 16);
+  s.chunk_size = narrow_int(r.small_integer("chunk_size", true), 16);
   s.exponent_anchor = r.word<ExponentAnchor>("exponent_anchor", false, parse_exponent_anchor, exponent_anchor_words())
                           .value_or(ExponentAnchor::none);
-  s.m_tile = narrow_int(r.integer("m_tile", true), 128);
+  s.m_tile = narrow_int(r.small_integer("m_tile", true), 128);
   if (const json* state = r.field("state", true)) {
     ObjectReader st(*state, r.path_of("state"), sink);
     s.state.precision = st.word<StatePrecision>("precision", true, parse_state_precision, state_precision_words())
@@ -242,7 +257,7 @@ Schedule parse_schedule(const json& document, const std::string& source) {
   s.decomposition = r.word<Decomposition>("decomposition", false, parse_decomposition, decomposition_words())
                         .value_or(Decomposition::fused);
   s.grid = r.word<GridKind>("grid", false, parse_grid_kind, grid_kind_words()).value_or(GridKind::direct);
-  s.tmem_columns = narrow_int(r.integer("tmem_columns", false), 0);
+  s.tmem_columns = narrow_int(r.small_integer("tmem_columns", false), 0);
   if (const json* eligibility = r.field("eligibility", true)) {
     s.eligibility = read_eligibility(*eligibility, r.path_of("eligibility"), sink);
   }
@@ -261,7 +276,7 @@ Schedule parse_schedule(const json& document, const std::string& source) {
     o.model.recurrence_us_per_chunk = ov.number("recurrence_us_per_chunk", true).value_or(0.0);
     o.model.prepare_chunks_per_us_per_sm = ov.number("prepare_chunks_per_us_per_sm", true).value_or(0.0);
     o.model.beside_recurrence_share = ov.number("beside_recurrence_share", true).value_or(0.0);
-    o.model.min_lead_chunks = narrow_int(ov.integer("min_lead_chunks", true), 1);
+    o.model.min_lead_chunks = narrow_int(ov.small_integer("min_lead_chunks", true), 1);
     o.model.min_saving_us = ov.number("min_saving_us", true).value_or(0.0);
     ov.reject_unknown_keys();
     s.prepare_overlap = o;
@@ -305,23 +320,20 @@ Schedule parse_schedule(const json& document, const std::string& source) {
 }
 
 Schedule parse_schedule_text(const std::string& text, const std::string& source) {
-  json document;
-  try {
-    document = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw ScheduleError(source, {{"", fmt::format("not valid JSON: {}", e.what())}});
+  std::string error;
+  std::optional<json> document = parse_json_bounded(text, error);
+  if (!document) {
+    throw ScheduleError(source, {{"", fmt::format("not valid JSON: {}", error)}});
   }
-  return parse_schedule(document, source);
+  return parse_schedule(*document, source);
 }
 
 Schedule load_schedule_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw ScheduleError(path, {{"", "cannot read the file"}});
+  FileText file = read_regular_file(path);
+  if (!file.problem.empty()) {
+    throw ScheduleError(path, {{"", "cannot read the file: " + file.problem}});
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_schedule_text(text.str(), path);
+  return parse_schedule_text(file.text, path);
 }
 
 } // namespace kda

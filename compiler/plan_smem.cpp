@@ -19,7 +19,8 @@ PlacedBuffer describe(const KernelDecl& kernel, const BufferDecl& decl) {
   PlacedBuffer p;
   p.name = decl.name;
   p.region = decl.region;
-  p.bytes = std::max<std::int64_t>(0, decl.bytes());
+  // bounded (check_buffer_decls reports larger ones), so no sum below overflows
+  p.bytes = std::clamp<std::int64_t>(decl.bytes(), 0, k_max_buffer_bytes + 1);
   p.alignment = is_power_of_two(decl.alignment) ? decl.alignment : 16;
   const int first = kernel.phase_index(decl.lifetime.first);
   const int last = kernel.phase_index(decl.lifetime.last);
@@ -71,7 +72,7 @@ const PlacedBuffer* SmemLayout::find(const std::string& name) const {
 
 SmemLayout plan_smem(const KernelDecl& kernel) {
   SmemLayout layout;
-  layout.stages = std::max(1, kernel.pipeline.stages);
+  layout.stages = std::clamp(kernel.pipeline.stages, 1, 1 << 10); // check_pipeline reports more than 16
   std::map<std::string, std::size_t> placed; // name -> index in layout.buffers
   std::int64_t cursor[2] = {0, 0};           // per region: first byte past everything placed
   std::int64_t region_alignment[2] = {16, 16};
@@ -87,7 +88,7 @@ SmemLayout plan_smem(const KernelDecl& kernel) {
       }
     }
     if (decl.offset) {
-      p.offset = std::max<std::int64_t>(0, *decl.offset);
+      p.offset = std::clamp<std::int64_t>(*decl.offset, 0, k_max_pinned_offset + 1);
     } else if (target != nullptr) {
       p.offset = target->offset;
     } else {

@@ -40,6 +40,8 @@ struct BufferDecl {
   std::optional<std::int64_t> offset; ///< pinned offset inside its region (checked, not trusted)
   std::string json_path;              ///< e.g. "/smem/buffers/3"
 
+  /// Saturate at INT64_MAX (0 with a dimension that is not positive): the
+  /// checks report such shapes, nothing downstream overflows on them.
   std::int64_t elements() const;
   std::int64_t bytes() const;
 };

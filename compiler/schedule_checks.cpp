@@ -164,9 +164,13 @@ void check_target(const Schedule& s, const Target& target, std::vector<Diagnosti
     sink.push_back({"/targets", "at least one target is required"});
   }
   if (!listed) {
+    constexpr std::size_t k_names_shown = 16;
     std::string names;
-    for (const std::string& n : s.targets) {
-      names += names.empty() ? n : ", " + n;
+    for (std::size_t i = 0; i < s.targets.size() && i < k_names_shown; ++i) {
+      names += names.empty() ? s.targets[i] : ", " + s.targets[i];
+    }
+    if (s.targets.size() > k_names_shown) {
+      names += fmt::format(" and {} more", s.targets.size() - k_names_shown);
     }
     sink.push_back({"/targets", fmt::format("the schedule does not list target {} (it lists: {})", target.name,
                                             names.empty() ? "none" : names)});

@@ -63,6 +63,15 @@ void check_alias(const BufferDecl& b, const std::map<std::string, const BufferDe
   }
 }
 
+// "[4611686018427387905 x 4]"
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    out += (i == 0 ? "" : " x ") + std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
 } // namespace
 
 std::string phase_name(const KernelDecl& kernel, int index) {
@@ -83,18 +92,30 @@ void check_buffer_decls(const KernelDecl& kernel, std::vector<Diagnostic>& sink)
     if (b.shape.empty()) {
       sink.push_back({b.json_path + "/shape", "shape needs at least one dimension"});
     }
+    bool dimensions_ok = true;
     for (std::size_t i = 0; i < b.shape.size(); ++i) {
-      if (b.shape[i] <= 0) {
+      if (b.shape[i] <= 0 || b.shape[i] > k_max_buffer_dimension) {
+        dimensions_ok = false;
         sink.push_back({fmt::format("{}/shape/{}", b.json_path, i),
-                        fmt::format("dimension {} of '{}' is {}; dimensions are positive", i, b.name, b.shape[i])});
+                        fmt::format("dimension {} of '{}' is {}; dimensions are 1..{}", i, b.name, b.shape[i],
+                                    k_max_buffer_dimension)});
       }
+    }
+    if (dimensions_ok && b.bytes() > k_max_buffer_bytes) {
+      sink.push_back({b.json_path + "/shape",
+                      fmt::format("'{}' ({} {}) takes more than {} bytes: no SMEM holds it", b.name,
+                                  shape_text(b.shape), to_string(b.dtype), k_max_buffer_bytes)});
     }
     if (!is_power_of_two(b.alignment) || b.alignment < dtype_size(b.dtype) || b.alignment > k_max_alignment) {
       sink.push_back({b.json_path + "/alignment",
                       fmt::format("alignment {} of '{}' must be a power of two from {} ({} element) to {}",
                                   b.alignment, b.name, dtype_size(b.dtype), to_string(b.dtype), k_max_alignment)});
     }
-    if (b.offset && (*b.offset < 0 || (is_power_of_two(b.alignment) && *b.offset % b.alignment != 0))) {
+    if (b.offset && *b.offset > k_max_pinned_offset) {
+      sink.push_back({b.json_path + "/offset", fmt::format("pinned offset {} of '{}' is beyond {} bytes: no SMEM "
+                                                           "reaches it",
+                                                           *b.offset, b.name, k_max_pinned_offset)});
+    } else if (b.offset && (*b.offset < 0 || (is_power_of_two(b.alignment) && *b.offset % b.alignment != 0))) {
       sink.push_back({b.json_path + "/offset", fmt::format("pinned offset {} of '{}' is not a non-negative multiple of "
                                                            "its alignment {}",
                                                            *b.offset, b.name, b.alignment)});

@@ -45,6 +45,12 @@ struct SmemLayout {
   const PlacedBuffer* find(const std::string& name) const;
 };
 
+/// Limits on declared buffers, far above any SMEM (232,448 B on the largest
+/// target) and far below where the planner's int64 sums could overflow.
+inline constexpr std::int64_t k_max_buffer_dimension = 1 << 20;
+inline constexpr std::int64_t k_max_buffer_bytes = 1 << 30;
+inline constexpr std::int64_t k_max_pinned_offset = 1 << 30;
+
 /// The dynamic SMEM base is only guaranteed 16-byte aligned.
 inline constexpr std::int64_t k_dynamic_smem_base_alignment = 16;
 

@@ -19,6 +19,7 @@ struct kda_buffer_s {
 };
 
 struct kda_plan_s {
+  explicit kda_plan_s(kda::PrefillPlan made) : plan(std::move(made)) {}
   kda::PrefillPlan plan;
   // The last run's arguments: the caller's struct with its pointers masked
   // (mask_pointers) and its conversion. A run that differs from it only in
@@ -290,7 +291,7 @@ kda_status kda_plan_create(const kda_prefill_args* signature, kda_plan* plan) {
     }
     kda::PrefillOptions options;
     const kda::PrefillArgs a = to_prefill_args(*signature, options);
-    *plan = new kda_plan_s{kda::PrefillPlan(a, options)};
+    *plan = new kda_plan_s(kda::PrefillPlan(a, options));
   });
 }
 

@@ -173,6 +173,11 @@ bool KernelRegistry::jit_enabled() {
   return m_jit_enabled;
 }
 
+void KernelRegistry::set_warning_stream(std::ostream* warnings) {
+  std::lock_guard lock(m_mutex);
+  m_warnings = warnings;
+}
+
 void KernelRegistry::set_jit_enabled(bool enabled) {
   std::lock_guard lock(m_mutex);
   m_jit_enabled = enabled;
@@ -191,7 +196,14 @@ std::shared_ptr<const cache::CacheEntry> KernelRegistry::from_bundles(cache::Cac
     if (const cache::BundleEntry* e = b->find(cache::make_cache_key(fields).hex())) {
       auto entry = std::make_shared<cache::CacheEntry>();
       entry->manifest = e->manifest;
-      entry->cubin = b->cubin(*e); // SHA-256 checked
+      try {
+        entry->cubin = b->cubin(*e); // SHA-256 checked
+      } catch (const CacheError& error) {
+        std::lock_guard lock(m_mutex);
+        *(m_warnings != nullptr ? m_warnings : &std::cerr)
+            << fmt::format("kdajit: warning: {} (entry skipped: the lookup goes on)\n", error.what());
+        continue;
+      }
       std::lock_guard lock(m_mutex);
       ++m_bundle_hits;
       return entry;

@@ -49,6 +49,9 @@ public:
   std::size_t register_bundle(const std::string& path, std::ostream* warnings = nullptr);
   /// Whether a miss of every table may compile with NVRTC.
   void set_jit_enabled(bool enabled);
+  /// Where lookups report a bundle entry they skip (a cubin that fails its
+  /// SHA-256): std::cerr unless set (tests).
+  void set_warning_stream(std::ostream* warnings);
   /// Kernels served from bundles so far.
   std::size_t bundle_hits() const { return m_bundle_hits; }
   /// The registered bundles: (path, entries).
@@ -73,7 +76,9 @@ public:
 
 private:
   /// The kernel with these key fields from the first bundle holding it (the
-  /// NVRTC field is each bundle's own), or nullptr.
+  /// NVRTC field is each bundle's own), or nullptr. An entry whose cubin
+  /// fails its SHA-256 is skipped with a warning and the lookup goes on (to
+  /// later bundles, the disk cache, NVRTC).
   std::shared_ptr<const cache::CacheEntry> from_bundles(cache::CacheKeyFields fields);
   /// After this registry's first compile: cache::collect_over_cap once.
   void collect_once();
@@ -122,6 +127,7 @@ private:
   std::vector<std::shared_ptr<const cache::Bundle>> m_bundles;
   bool m_jit_enabled = true;
   std::size_t m_bundle_hits = 0;
+  std::ostream* m_warnings = nullptr; ///< nullptr: std::cerr
   bool m_collected = false;
 };
 

@@ -80,8 +80,9 @@ std::string joined(const std::vector<std::string>& names) {
 [[noreturn]] void fail(const CompileRequest& request, const std::vector<std::string>& options, const std::string& log,
                        const std::string& what) {
   const std::filesystem::path dir = request.failure_dir.empty() ? default_failure_dir() : request.failure_dir;
-  const std::string path = write_failed_source(dir, request.label, request.source, options, log);
-  const std::string where = path.empty() ? fmt::format("source could not be written to {}", dir.string())
+  const FailedSource written = write_failed_source(dir, request.label, request.source, options, log);
+  const std::string& path = written.path;
+  const std::string where = path.empty() ? fmt::format("source not written ({})", written.problem)
                                          : fmt::format("source written to {}", path);
   throw ToolchainError(fmt::format("nvrtc: {} for {}: {}; {}{}", request.label.empty() ? "<unnamed>" : request.label,
                                    request.target.name, what, where, error_lines(log)),
@@ -99,14 +100,6 @@ std::vector<std::string> default_compile_options(const Target& target, CxxStanda
   };
 }
 
-std::filesystem::path default_failure_dir() {
-  std::error_code error;
-  std::filesystem::path base = std::filesystem::temp_directory_path(error);
-  if (error) {
-    base = "/tmp";
-  }
-  return base / "kdajit-failed-sources";
-}
 
 NvrtcCompiler::NvrtcCompiler() {
   NvrtcLibrary::get();

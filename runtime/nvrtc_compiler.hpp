@@ -25,7 +25,7 @@ struct CompileRequest {
   std::vector<std::string> entry_points;  ///< extern "C" names that must be in the cubin
   bool want_ptx = false;
   /// Where a failing source (and a .log next to it) is written for repro;
-  /// empty: default_failure_dir().
+  /// empty: default_failure_dir() (failed_source.hpp).
   std::filesystem::path failure_dir;
 };
 
@@ -33,8 +33,6 @@ struct CompileRequest {
 /// -arch=<target name>, -std=c++17|c++20, --ptxas-options=-v, -default-device.
 std::vector<std::string> default_compile_options(const Target& target, CxxStandard standard = CxxStandard::cxx17);
 
-/// <system temp dir>/kdajit-failed-sources
-std::filesystem::path default_failure_dir();
 
 class NvrtcCompiler {
 public:

@@ -10,7 +10,9 @@
 // ("all": every shipped schedule with a code generator; "listed": each
 // schedule's own targets; a target list is intersected with them).
 #include "cache/bundle.hpp"
+#include "compiler/json_reader.hpp"
 #include "compiler/lower/family_recipe.hpp"
+#include "compiler/read_file.hpp"
 #include "compiler/schedule_library.hpp"
 #include "runtime/kernel_registry.hpp"
 #include "tools/args.hpp"
@@ -148,13 +150,17 @@ int aot_build_command(const std::vector<std::string>& args, std::ostream& out, s
   if (!parsed.positional.empty() || !parsed.option("--plan") || !parsed.option("--out")) {
     throw UsageError("'aot build' needs --plan PLAN.json and --out DIR");
   }
-  std::ifstream in(*parsed.option("--plan"));
-  if (!in) {
-    throw InputError("cannot read the plan " + *parsed.option("--plan"));
+  const FileText file = read_regular_file(*parsed.option("--plan"));
+  if (!file.problem.empty()) {
+    throw InputError("cannot read the plan " + *parsed.option("--plan") + ": " + file.problem);
   }
-  const nlohmann::json plan = nlohmann::json::parse(in, nullptr, false);
-  if (plan.is_discarded() || !plan.is_object() || !plan.contains("schedules") || !plan.contains("targets") ||
-      !plan.contains("shapes")) {
+  std::string error;
+  const std::optional<nlohmann::json> parsed_plan = parse_json_bounded(file.text, error);
+  if (!parsed_plan) {
+    throw UsageError("the plan " + *parsed.option("--plan") + " is not valid JSON: " + error);
+  }
+  const nlohmann::json& plan = *parsed_plan;
+  if (!plan.is_object() || !plan.contains("schedules") || !plan.contains("targets") || !plan.contains("shapes")) {
     throw UsageError("the plan must be a JSON object with schedules, targets and shapes");
   }
   const std::vector<Job> jobs = plan_jobs(plan);

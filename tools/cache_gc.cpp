@@ -51,7 +51,7 @@ cache::EvictionPolicy gc_policy(const ParsedArgs& parsed) {
   if (cap) {
     policy.max_bytes = cache::parse_byte_size(*cap);
     if (!policy.max_bytes) {
-      throw UsageError("the size cap takes bytes with an optional K, M or G suffix, not '" + *cap + "'");
+      throw UsageError("the size cap takes bytes with an optional K, M or G suffix, at most 1 EiB, not '" + *cap + "'");
     }
   } else {
     policy.max_bytes = cache::k_default_max_bytes;

@@ -1,10 +1,12 @@
 #include "tools/schedule_inputs.hpp"
 
+#include "compiler/read_file.hpp"
 #include "compiler/schedule_library.hpp"
 #include "tools/args.hpp"
 
 #include "tools/args.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -22,17 +24,11 @@ Schedule schedule_by_name_or_file(const std::string& name_or_path) {
 }
 
 Schedule read_schedule(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw InputError("cannot read schedule '" + path + "': it is a directory");
+  const FileText file = read_regular_file(path);
+  if (!file.problem.empty()) {
+    throw InputError("cannot read schedule '" + path + "': " + file.problem);
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw InputError("cannot read schedule '" + path + "': no such file or not readable");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_schedule_text(text.str(), path);
+  return parse_schedule_text(file.text, path);
 }
 
 std::optional<Target> target_option(const std::optional<std::string>& name) {
@@ -52,7 +48,8 @@ std::vector<Target> targets_to_check(const Schedule& schedule, const std::option
   }
   std::vector<Target> out;
   for (const std::string& name : schedule.targets) {
-    if (std::optional<Target> t = find_target(name)) {
+    const bool again = std::any_of(out.begin(), out.end(), [&](const Target& t) { return t.name == name; });
+    if (std::optional<Target> t = find_target(name); t && !again) { // each target once, however often listed
       out.push_back(*t);
     }
   }

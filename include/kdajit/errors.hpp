@@ -31,6 +31,8 @@ struct KDA_API Diagnostic {
 /// Every problem found in one schedule, reported at once.
 class KDA_API ScheduleError : public Error {
 public:
+  /// Keeps identical diagnostics once and at most 100 of them, then one
+  /// "and N more problems not listed".
   ScheduleError(std::string source, std::vector<Diagnostic> diagnostics);
   const std::string& source() const { return m_source; }
   const std::vector<Diagnostic>& diagnostics() const { return m_diagnostics; }

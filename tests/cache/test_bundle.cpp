@@ -80,6 +80,6 @@ TEST_CASE("bundle: corrupt and truncated bundles are refused with the reason", "
   Bytes text_version = good;
   const auto at2 = std::search(text_version.begin(), text_version.end(), from.begin(), from.end());
   *(at2 + static_cast<long>(from.size()) - 1) = '"'; // "format_version":" : no longer JSON
-  CHECK_THROWS_WITH(Bundle::decode(text_version, "f.kdab"), Contains("the index is not a JSON object"));
+  CHECK_THROWS_WITH(Bundle::decode(text_version, "f.kdab"), Contains("the index is not valid JSON"));
   CHECK_THROWS_AS(Bundle::read("/nonexistent/x.kdab"), CacheError);
 }

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -99,6 +100,44 @@ TEST_CASE("a cache directory owned by another user is refused", "[cache][config]
   const CacheConfig config = resolve_cache_config(chain_env(s));
   CHECK(config.root == s / "xdg/kdajit");
   CHECK(config.root_candidates[0].reason == "owned by uid 65534, not by uid 0");
+}
+
+TEST_CASE("a refused KDAJIT_CACHE_DIR is said once, with the directory used instead", "[cache][config]") {
+  ScratchDir s;
+  test::write_text(s / "file", "x");
+  const EnvMap env = {{"KDAJIT_CACHE_DIR", s / "file"}, {"XDG_CACHE_HOME", s / "xdg"}, {"KDAJIT_LOCK", "none"}};
+  const CacheConfig config = resolve_cache_config(env);
+  CHECK(config.root == s / "xdg/kdajit");
+  CHECK(config.fallback_warning ==
+        fmt::format("KDAJIT_CACHE_DIR={} is refused (not a directory): the cache is {} ($XDG_CACHE_HOME/kdajit) instead",
+                    s / "file", s / "xdg/kdajit"));
+  reset_warnings_for_testing();
+  std::vector<std::string> warnings;
+  const WarningSink sink = [&](const std::string& m) { warnings.push_back(m); };
+  DiskCache first(config, sink);
+  DiskCache second(config, sink);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0] == config.fallback_warning);
+  // without KDAJIT_CACHE_DIR, falling through the defaults is silent
+  const CacheConfig plain = resolve_cache_config({{"XDG_CACHE_HOME", s / "file"}, {"HOME", s / "home"}});
+  CHECK(plain.fallback_warning.empty());
+  reset_warnings_for_testing();
+}
+
+TEST_CASE("a directory of other files is never made a cache, also behind a symlink", "[cache][config]") {
+  ScratchDir s;
+  const std::string system_dir = s / "usr";
+  REQUIRE(::mkdir(system_dir.c_str(), 0755) == 0);
+  test::write_text(system_dir + "/bin", "a system file");
+  REQUIRE(::symlink(system_dir.c_str(), (s / "link").c_str()) == 0);
+  const CacheConfig config = resolve_cache_config({{"KDAJIT_CACHE_DIR", s / "link"}, {"XDG_CACHE_HOME", s / "xdg"}});
+  CHECK(config.root == s / "xdg/kdajit");
+  CHECK(config.root_candidates[0].reason == "holds other files and no kdajit cache (v1/)");
+  CHECK_FALSE(std::filesystem::exists(system_dir + "/v1")); // nothing created there
+  // an existing cache and an empty directory are accepted
+  CHECK(resolve_cache_config({{"KDAJIT_CACHE_DIR", s / "xdg/kdajit"}}).root == s / "xdg/kdajit");
+  REQUIRE(::mkdir((s / "empty").c_str(), 0700) == 0);
+  CHECK(resolve_cache_config({{"KDAJIT_CACHE_DIR", s / "empty"}}).root == s / "empty");
 }
 
 TEST_CASE("no usable directory means memory-only with exactly one warning", "[cache][config]") {

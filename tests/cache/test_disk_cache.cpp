@@ -1,12 +1,15 @@
 #include "cache/disk_cache.hpp"
 
+#include "cache/list_entries.hpp"
 #include "cache/sha256.hpp"
 #include "cache_test_support.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <ctime>
+#include <filesystem>
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace kda::cache;
 using kda::cache::test::ScratchDir;
@@ -111,6 +114,47 @@ TEST_CASE("the manifest is the commit marker: a cubin without one is not an entr
   REQUIRE(found.hit());
   CHECK(found.entry->cubin == built.cubin);
   CHECK(quarantined(t.cache, key).size() == 1); // the leftover was moved aside
+}
+
+TEST_CASE("a symlink or a file in an entry's place is quarantined, not followed, and replaced", "[cache][disk]") {
+  ScratchDir s;
+  TestCache t(s);
+  const std::string elsewhere = s / "elsewhere";
+  REQUIRE(::mkdir(elsewhere.c_str(), 0700) == 0);
+  test::write_text(elsewhere + "/keep.txt", "not the cache's");
+  for (const bool symlink : {true, false}) {
+    const CacheKey key = test::sample_key(symlink ? "linked" : "file");
+    const std::string dir = t.cache.entry_dir(key);
+    ::mkdir(dir.substr(0, dir.rfind('/')).c_str(), 0700);
+    if (symlink) {
+      REQUIRE(::symlink(elsewhere.c_str(), dir.c_str()) == 0);
+    } else {
+      test::write_text(dir, "a file");
+    }
+    REQUIRE(list_entries(*t.cache.config().root).size() == 1);
+    CHECK(list_entries(*t.cache.config().root)[0].problem ==
+          (symlink ? "not a directory (a symlink)" : "not a directory (a file)"));
+    const LookupResult miss = t.cache.lookup(key);
+    CHECK(miss.miss == MissReason::corrupt_manifest);
+    CHECK_THAT(miss.detail, Catch::Contains("is not a directory"));
+    CHECK(quarantined(t.cache, key).size() == 1);
+    int builds = 0;
+    t.cache.get_or_build(key, [&] {
+      ++builds;
+      return test::sample_built();
+    });
+    CHECK(builds == 1);
+    CHECK(t.cache.lookup(key).hit()); // published in its place: no compile on the next run
+    CHECK(test::read_text_file(elsewhere + "/keep.txt") == "not the cache's");
+    CHECK(test::list_dir(elsewhere).size() == 1);
+    // the quarantined link or file out of the way for the next round
+    for (const std::string& name : test::list_dir(dir.substr(0, dir.rfind('/')))) {
+      if (name.find(".corrupt-") != std::string::npos) {
+        ::unlink((dir.substr(0, dir.rfind('/')) + "/" + name).c_str());
+      }
+    }
+    std::filesystem::remove_all(dir);
+  }
 }
 
 TEST_CASE("a corrupt cubin is a checksum miss, quarantined, rebuilt once", "[cache][disk]") {

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 using namespace kda::cache;
 using Catch::Matchers::Contains;
 
@@ -108,6 +110,29 @@ TEST_CASE("eviction: byte sizes with K, M and G suffixes", "[cache][eviction]") 
   CHECK_FALSE(parse_byte_size("G"));
   CHECK_FALSE(parse_byte_size("-1"));
   CHECK_FALSE(parse_byte_size("1.5G"));
+  // above 1 EiB: refused, never wrapped around to a small cap (2^34 G is 2^64)
+  CHECK(parse_byte_size("1073741824G") == k_max_byte_size);
+  CHECK_FALSE(parse_byte_size("1073741825G"));
+  CHECK_FALSE(parse_byte_size("17179869184G"));
+  CHECK_FALSE(parse_byte_size("18446744073709551615"));
+  CHECK_FALSE(parse_byte_size("99999999999999999999"));
+}
+
+TEST_CASE("eviction: a KDAJIT_MAX_BYTES that does not parse is reported once, the default applies",
+          "[cache][eviction]") {
+  reset_warnings_for_testing();
+  std::vector<std::string> warnings;
+  const WarningSink sink = [&](const std::string& m) { warnings.push_back(m); };
+  ::setenv("KDAJIT_MAX_BYTES", "17179869184G", 1);
+  CHECK(max_bytes_from_environment(sink) == k_default_max_bytes);
+  CHECK(max_bytes_from_environment(sink) == k_default_max_bytes);
+  ::setenv("KDAJIT_MAX_BYTES", "512M", 1);
+  CHECK(max_bytes_from_environment(sink) == 512ull << 20);
+  ::unsetenv("KDAJIT_MAX_BYTES");
+  CHECK(max_bytes_from_environment(sink) == k_default_max_bytes);
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Catch::Contains("KDAJIT_MAX_BYTES='17179869184G' is not a byte count"));
+  reset_warnings_for_testing();
 }
 
 TEST_CASE("eviction: removal skips an entry whose key another process holds locked", "[cache][eviction]") {

@@ -125,3 +125,26 @@ TEST_CASE("a bundle serves whatever NVRTC this process has: entries match on eve
   CHECK(kernel->key.fields().nvrtc_version == "12.9");
   CHECK(kernel->entry->cubin == in.cubin);
 }
+
+TEST_CASE("a bundle entry whose cubin is damaged is skipped with a warning; the lookup goes on to NVRTC",
+          "[tools][cli][aot]") {
+  cache::test::ScratchDir s;
+  REQUIRE(test::run_kdajit({"aot", "build", "--plan", write_plan(s), "--out", s / "out"}).exit_code ==
+          tools::k_exit_ok);
+  // one byte of the cubin flipped (the payload ends the file)
+  const std::string path = s / "out/kdajit.kdab";
+  std::string bytes = test::read_text(path);
+  const cache::Bundle good = cache::Bundle::read(path);
+  bytes[bytes.size() - good.entries()[0].manifest.cubin_size / 2] ^= 0x40;
+  cache::test::write_text(path, bytes);
+
+  KernelRegistry registry(cache::resolve_cache_config(cache::test::scratch_env(s)));
+  std::ostringstream warnings;
+  registry.set_warning_stream(&warnings);
+  REQUIRE(registry.register_bundle(path) == 1); // the index is fine; the cubin is checked when taken
+  const auto kernel = registry.prepare(*find_shipped_schedule("portable_c16"), *find_target("sm_90"), ShapeKey{});
+  CHECK(registry.bundle_hits() == 0);
+  CHECK(registry.disk_cache().stats().get(cache::Statistic::compile) == 1);
+  CHECK(kernel->key.hex() == good.entries()[0].manifest.key); // the same kernel, built by NVRTC
+  CHECK_THAT(warnings.str(), Contains("kdajit.kdab") && Contains("entry skipped: the lookup goes on"));
+}

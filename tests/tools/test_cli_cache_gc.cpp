@@ -120,6 +120,10 @@ TEST_CASE("cache gc and clear: bad arguments are usage errors", "[tools][cli][gc
   ScratchCache c;
   const std::string root = *c.config.root;
   CHECK(test::run_kdajit({"cache", "gc", "--cache-dir", root, "--max-bytes", "lots"}).exit_code == tools::k_exit_usage);
+  // 2^34 G would wrap around to a cap of 0 bytes and empty the cache
+  const test::CliRun huge = test::run_kdajit({"cache", "gc", "--cache-dir", root, "--max-bytes", "17179869184G"});
+  CHECK(huge.exit_code == tools::k_exit_usage);
+  CHECK_THAT(huge.err, Contains("at most 1 EiB, not '17179869184G'"));
   CHECK(test::run_kdajit({"cache", "gc", "--cache-dir", root, "--older-than", "soon"}).exit_code ==
         tools::k_exit_usage);
   CHECK(test::run_kdajit({"cache", "gc", "--cache-dir", root + "/nope"}).exit_code == tools::k_exit_usage);

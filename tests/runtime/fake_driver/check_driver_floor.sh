@@ -41,4 +41,15 @@ else
   check "12.8: NVRTC 13 passed over or NVRTC 12 taken" \
     grep -qE "^NVRTC: (12\.|.*builds cubins the CUDA 12 driver cannot load)" "$scratch/env-12080.txt"
 fi
+# A bundle of NVRTC 13 cubins registered under a 12.8 driver: skipped, said once
+printf '{"schedules": ["portable_c16"], "targets": ["sm_90"], "shapes": [{"state": "bf16", "layout": "fixed"}]}' \
+  > "$scratch/plan.json"
+if "$cli" aot build --plan "$scratch/plan.json" --out "$scratch/bundle" > /dev/null 2>&1; then
+  FAKE_CUDA_DRIVER_VERSION=12080 KDAJIT_BUNDLE_PATH="$scratch/bundle/kdajit.kdab" \
+    LD_LIBRARY_PATH="$fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$cli" env > "$scratch/env-bundle.txt" 2>&1
+  check "12.8: a bundle of NVRTC 13 cubins is skipped" \
+    grep -q "built by NVRTC 13.0, whose cubins the CUDA 12 driver cannot load: skipped" "$scratch/env-bundle.txt"
+else
+  echo "FAILED: aot build of the test bundle"; fail=1
+fi
 exit $fail
