@@ -1,6 +1,7 @@
 #include "cache/posix_io.hpp"
 
 #include "compiler/errors.hpp"
+#include "compiler/read_file.hpp"
 
 #include <fmt/format.h>
 
@@ -65,50 +66,15 @@ std::string ReadResult::what() const {
 }
 
 ReadResult try_read_file(const std::string& path, std::uint64_t max_bytes) {
+  FileText file = read_regular_file(path, max_bytes);
   ReadResult out;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    out.error = errno;
-    return out;
+  if (file.error != 0) {
+    out.error = file.error;
+  } else if (!file.problem.empty()) {
+    out.problem = std::move(file.problem);
+  } else {
+    out.bytes.assign(file.text.begin(), file.text.end());
   }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    out.error = errno;
-    ::close(fd);
-    return out;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    out.problem = S_ISDIR(st.st_mode) ? "not a regular file (a directory)" : "not a regular file";
-    ::close(fd);
-    return out;
-  }
-  if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
-    out.problem = fmt::format("{} bytes, more than the {} bytes kdajit reads", st.st_size, max_bytes);
-    ::close(fd);
-    return out;
-  }
-  out.bytes.reserve(static_cast<std::size_t>(st.st_size));
-  std::uint8_t buffer[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      out.error = errno;
-      break;
-    }
-    if (n == 0) {
-      break;
-    }
-    if (out.bytes.size() + static_cast<std::size_t>(n) > max_bytes) {
-      out.problem = fmt::format("more than the {} bytes kdajit reads (it grew while read)", max_bytes);
-      out.bytes.clear();
-      break;
-    }
-    out.bytes.insert(out.bytes.end(), buffer, buffer + n);
-  }
-  ::close(fd);
   return out;
 }
 

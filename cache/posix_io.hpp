@@ -33,8 +33,9 @@ struct ReadResult {
 /// The largest cache file read whole (a cubin, a manifest, a bundle): 4 GiB.
 inline constexpr std::uint64_t k_max_cache_file_bytes = 4ull << 30;
 
-/// Reads a regular file of at most `max_bytes` (a FIFO or device is refused
-/// without blocking on it, a larger file before reading).
+/// Reads a regular file of at most `max_bytes` (compiler/read_file.hpp: a
+/// FIFO or device is refused without blocking on it, a larger file before
+/// reading), as bytes with the errno of a failed open or read.
 ReadResult try_read_file(const std::string& path, std::uint64_t max_bytes = k_max_cache_file_bytes);
 
 /// Creates `path` (O_EXCL, O_NOFOLLOW: never an existing file or a symlink)

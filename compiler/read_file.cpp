@@ -28,12 +28,14 @@ FileText read_regular_file(const std::string& path, std::uint64_t max_bytes) {
   // O_NONBLOCK: opening a FIFO without a writer returns at once (then refused)
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
-    out.problem = std::strerror(errno);
+    out.error = errno;
+    out.problem = std::strerror(out.error);
     return out;
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
-    out.problem = std::strerror(errno);
+    out.error = errno;
+    out.problem = std::strerror(out.error);
   } else if (!S_ISREG(st.st_mode)) {
     out.problem = fmt::format("not a regular file ({})", kind_of(st.st_mode));
   } else if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
@@ -47,7 +49,8 @@ FileText read_regular_file(const std::string& path, std::uint64_t max_bytes) {
         continue;
       }
       if (n < 0) {
-        out.problem = std::strerror(errno);
+        out.error = errno;
+        out.problem = std::strerror(out.error);
         break;
       }
       if (n == 0) {

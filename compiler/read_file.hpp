@@ -16,6 +16,7 @@ inline constexpr std::uint64_t k_max_input_file_bytes = 16ull << 20;
 struct FileText {
   std::string text;
   std::string problem; ///< empty on success, e.g. "not a regular file (a FIFO)"
+  int error = 0;       ///< the errno when open, fstat or read failed (problem is its text)
 };
 
 FileText read_regular_file(const std::string& path, std::uint64_t max_bytes = k_max_input_file_bytes);
