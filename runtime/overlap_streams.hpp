@@ -25,7 +25,17 @@ struct OverlapLane {
   std::unique_lock<std::mutex> lock;
 };
 
-/// The lane of `context` (the current one, whose lane it creates on first use).
+/// A context's lane: made on first use, kept for the process's life.
+struct ContextLane;
+
+/// The lane of `context` (the current one, whose lane it creates on first
+/// use); the pointer stays valid, so a plan resolves it once.
+ContextLane& context_overlap_lane(CUcontext context);
+
+/// `lane`, locked.
+OverlapLane lock_overlap_lane(ContextLane& lane);
+
+/// The lane of `context`, locked (context_overlap_lane, then lock_overlap_lane).
 OverlapLane acquire_overlap_lane(CUcontext context);
 
 /// The greatest (most urgent) stream priority of the current context.

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <atomic>
 #include <mutex>
 #include <optional>
 #include <tuple>
@@ -45,6 +46,10 @@ struct PrefillPlan::State {
   std::int64_t flags_offset = 0; ///< where the ready flags start in the workspace
   std::int64_t flag_count = 0;
   CaptureLane capture;
+  ContextLane* lane = nullptr; ///< the context's overlap lane, for runs outside capture
+  /// The workspace of the last run: bound to this plan until it is destroyed
+  /// (WorkspaceBindings), so a run with it needs no lookup in the table.
+  mutable std::atomic<const void*> bound_workspace{nullptr};
   std::string schedule;
   std::string target;
 
@@ -118,7 +123,7 @@ PrefillPlan::PrefillPlan(const PrefillArgs& signature, const PrefillOptions& opt
     m->flags_offset = (m->workspace_bytes + 255) / 256 * 256;
     m->flag_count = workspace_records(plan, m->problem);
     m->workspace_bytes = m->flags_offset + m->flag_count * 4;
-    acquire_overlap_lane(static_cast<CUcontext>(m->context)); // created now, so that no run creates it
+    m->lane = &context_overlap_lane(static_cast<CUcontext>(m->context)); // created now, not by a run
     m->capture.priority = greatest_stream_priority();
     KDA_CU(cuStreamCreateWithPriority, &m->capture.side, CU_STREAM_NON_BLOCKING, m->capture.priority);
     KDA_CU(cuEventCreate, &m->capture.prepared, CU_EVENT_DISABLE_TIMING);
@@ -184,7 +189,10 @@ void PrefillPlan::run(const PrefillArgs& args, void* workspace, std::int64_t wor
     throw TensorError("workspace", fmt::format("{} is not a 16-byte aligned device pointer", workspace));
   }
   require_workspace_apart(args, workspace, m->workspace_bytes);
-  WorkspaceBindings::instance().bind(workspace, m.get(), m->schedule);
+  if (workspace != m->bound_workspace.load(std::memory_order_relaxed)) {
+    WorkspaceBindings::instance().bind(workspace, m.get(), m->schedule);
+    m->bound_workspace.store(workspace, std::memory_order_relaxed);
+  }
   CallBuffers buffers;
   buffers.out = args.out.data;
   buffers.state_in = p.state_in ? args.initial_state.data : nullptr;
@@ -201,7 +209,7 @@ void PrefillPlan::run(const PrefillArgs& args, void* workspace, std::int64_t wor
   }
   const ReadyFlags flags{reinterpret_cast<std::uint32_t*>(buffers.workspace + m->flags_offset), 1};
   if (!stream_is_capturing(stream)) {
-    const OverlapLane lane = acquire_overlap_lane(static_cast<CUcontext>(m->context));
+    const OverlapLane lane = lock_overlap_lane(*m->lane);
     launch_overlapped(plan, *m->kernel.module, p, m->overlap, values, stream,
                       OverlapChannel{lane.side, lane.prepared, lane.finished, flags, lane.priority});
     return;

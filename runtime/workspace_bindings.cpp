@@ -8,7 +8,7 @@ namespace kda {
 
 void WorkspaceBindings::bind(const void* workspace, const void* plan, const std::string& schedule) {
   std::lock_guard lock(m_mutex);
-  const auto [it, inserted] = m_bindings.emplace(workspace, plan);
+  const auto [it, inserted] = m_bindings.try_emplace(workspace, plan); // no node made when bound
   if (!inserted && it->second != plan) {
     throw TensorError("workspace", fmt::format("{} is bound to another live PrefillPlan: every plan needs a workspace "
                                                "of its own (this one runs {})",

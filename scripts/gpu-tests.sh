@@ -11,6 +11,9 @@
 # scripts/fetch-nvrtc12.sh, or its archive build/nvrtc12.tar.xz).
 # --fla: only kdajit.compat.chunk_kda against FLA itself (pytest marker `fla`:
 # FLA's Triton kernels compile first, a few minutes), nothing else.
+# The kernels the [gpu] cases use (tests/gpu-kernels.txt) are first compiled
+# into the disk cache in parallel, one `kdajit compile` per core, so that the
+# cases load them instead of compiling them one at a time.
 # Other arguments go to the test binary. Writes ${OUT:-.}/gpu-tests.log.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,6 +37,13 @@ else
 fi
 status=0
 if [ "$markers" != "fla" ]; then
+  warm=$(date +%s)
+  grep -v '^#' "$root/tests/gpu-kernels.txt" |
+    while read -r schedule target state layout checkpoints; do
+      echo "--schedule $schedule --target $target --state $state --layout $layout${checkpoints:+ --checkpoints}"
+    done | xargs -P "$(nproc)" -L 1 "$build/tools/kdajit" compile > "${log%.log}-compile.log" 2>&1 ||
+    echo "warning: some kernels did not compile ahead (${log%.log}-compile.log); the cases compile them" | tee -a "$log"
+  echo "kernels compiled ahead in $(( $(date +%s) - warm )) s" | tee -a "$log"
   KDAJIT_GPU_TESTS=1 "$build/tests/kdajit_tests" "[gpu]" --durations yes "$@" 2>&1 | tee -a "$log"
   status=${PIPESTATUS[0]}
 fi

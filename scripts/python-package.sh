@@ -2,7 +2,7 @@
 # Builds the Python package's wheel (python/, scikit-build-core: CMake builds
 # libkdajit.so into it) into build/wheels and installs it with pytest into the
 # virtual environment build/venv, where ctest's python_package_cpu test runs
-# the CPU tests. The wheel (py3-none-linux_x86_64) also installs on the GPU
+# the CPU tests. The wheel (cp310-abi3-linux_x86_64) also installs on the GPU
 # machine's Python (scripts/gpu-tests.sh runs the GPU tests with it).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -6,11 +6,12 @@ which prints the C++ figures of the same calls.
     python3 python/benchmarks/host_overhead.py
 
 Each figure is the least over 20 rounds of the time per call of a loop of 50
-enqueued calls (synchronised between loops; the four kinds of loop take
+enqueued calls (synchronised between loops; the kinds of loop take
 turns in each round, so that a slow spell of the host hits them alike). 50
 calls keep the launch queue far from full.
 Printed per case:
-  Plan.run              the Python plan.run()
+  Plan.run              plan.run() (kdajit._runner's C code when installed)
+  Plan.run in Python    the same call through Plan.run's Python code
   kda_plan_run (ctypes) the C call alone with prebuilt arguments
   ctypes call           a trivial C call (kda_version), the binding's floor
   eager                 kdajit.recurrent_kda_prefill with out and state given
@@ -81,16 +82,18 @@ def main() -> None:
         p = kdajit.plan(*x, **kw)
         p.run(*x, **kw)
         args_ref = ctypes.byref(p._args)
-        ws, ws_bytes = p._workspace_arguments
+        ws, ws_bytes = ctypes.c_void_p(p._workspace[0]), ctypes.c_int64(p._workspace[1])
         t = least_per_call({
             "plan": lambda: p.run(*x, **kw),
+            "python": lambda: kdajit.Plan.run(p, *x, **kw),
             "raw": lambda: raw_run(p._handle, args_ref, ws, ws_bytes),
             "ctypes": lambda: lib.kda_version(),
             "eager": lambda: kdajit.recurrent_kda_prefill(*x, **kw),
         })
-        plan_us, raw_us, ctypes_us, eager_us = t["plan"], t["raw"], t["ctypes"], t["eager"]
+        plan_us, python_us, raw_us, ctypes_us, eager_us = t["plan"], t["python"], t["raw"], t["ctypes"], t["eager"]
         print(f"{name}: {p!r}")
-        print(f"  Plan.run {plan_us:.2f} us, kda_plan_run (ctypes) {raw_us:.2f} us, ctypes call {ctypes_us:.2f} us, "
+        print(f"  Plan.run {plan_us:.2f} us ({'native' if p.native_run else 'Python'}), Plan.run in Python "
+              f"{python_us:.2f} us, kda_plan_run (ctypes) {raw_us:.2f} us, ctypes call {ctypes_us:.2f} us, "
               f"eager {eager_us:.2f} us")
         print(f"  Python over the C API: Plan.run {plan_us - raw_us + ctypes_us:.2f} us")
 

@@ -2,8 +2,9 @@
 
 The library is looked up, in order: $KDAJIT_LIBRARY (a path: used alone),
 the copy installed inside this package, then ``libkdajit.so.0`` on the
-loader's search path (an installed kdajit). Nothing here depends on the
-Python ABI, so one wheel serves every CPython 3 version.
+loader's search path (an installed kdajit). The one compiled module of the
+package (kdajit._runner) is built on CPython's stable ABI and calls the
+library only through the pointers resolved here.
 """
 from __future__ import annotations
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import ctypes
 import math
+import struct
+import weakref
 from typing import Any, Optional, Tuple
 
 from . import _tensors
@@ -10,11 +12,20 @@ from ._library import TENSOR_FIELDS, KdaPrefillArgs, lib
 from ._tensors import Info, describe, fill, is_torch_tensor, torch_module
 from .errors import TensorError, raise_for_status
 
+try:
+    from . import _runner  # Plan.run's common case in C (python/src/runner.c)
+except ImportError:  # a source tree without the built module: Plan.run in Python only
+    _runner = None
+
 _DEFAULT_SCALE = 1.0 / math.sqrt(128.0)
 _FIELD_OFFSETS = {name: getattr(KdaPrefillArgs, name).offset for name in TENSOR_FIELDS}
 # Plan.run's parameters, in the order it passes them on
 _RUN_ORDER = ("q", "k", "v", "g", "beta", "a_log", "dt_bias", "initial_state", "cu_seqlens", "out", "final_state",
               "ssm_state_indices", "seq_order", "state_checkpoints", "checkpoint_cu_starts")
+# ... and their names as run() spells them
+_RUN_PARAMETERS = ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "initial_state", "cu_seqlens", "out",
+                   "final_state", "ssm_state_indices", "seq_order", "state_checkpoints", "checkpoint_cu_starts")
+_POINTER = struct.Struct("P")
 _FAMILIES = ("warp_mma", "wgmma", "tcgen05")
 
 
@@ -222,6 +233,20 @@ def _prepare_signature(q, k, v, g, beta, A_log, dt_bias, scale=None, lower_bound
     return call, args, tensors
 
 
+class _PlanHandle:
+    """Owns one kda_plan: destroyed with the last reference to it (the Plan's
+    or its native runner's)."""
+    __slots__ = ("value",)
+
+    def __init__(self, value: ctypes.c_void_p):
+        self.value = value
+
+    def __del__(self):
+        if self.value is not None and lib is not None:
+            lib.kda_plan_destroy(self.value)
+            self.value = None
+
+
 class Plan:
     """A prefill planned once for one call signature and run many times, the
     path for serving loops and CUDA-graph capture (kdajit/kda.hpp,
@@ -236,6 +261,11 @@ class Plan:
     tensor, or pass ``workspace``: any device buffer of ``workspace_bytes``);
     runs on several streams at once need one workspace each (``run(...,
     workspace=...)``).
+
+    With torch tensors, on torch's current stream and with the plan's own
+    workspace, ``run()`` is kdajit._runner's C code (``native_run`` is then
+    True); any other call takes the same checks in Python. Either way one
+    run's arguments are never mixed with another thread's.
     """
 
     def __init__(self, q, k, v, g, beta, A_log, dt_bias, scale: Optional[float] = None, lower_bound: float = -5.0,
@@ -245,7 +275,6 @@ class Plan:
                  use_gate_in_kernel: bool = True, beta_is_logit: bool = True, *, final_state=None,
                  stream: Any = None, schedule: Optional[str] = None, family: Optional[str] = None,
                  prepare_overlap: bool = True, workspace=None, _allocate_workspace: bool = True):
-        self._handle = None
         _refuse_unsupported(use_qk_l2norm_in_kernel, use_gate_in_kernel, beta_is_logit)
         call, args, tensors = _prepare_signature(
             q, k, v, g, beta, A_log, dt_bias, scale, lower_bound, initial_state, output_final_state, cu_seqlens, out,
@@ -255,6 +284,7 @@ class Plan:
         handle = ctypes.c_void_p()
         with _DeviceGuard(call.device, call.torch_inputs):
             _check(lib.kda_plan_create(ctypes.byref(args), ctypes.byref(handle)))
+        self._owner = _PlanHandle(handle)
         self._handle = handle
         self._args = args
         self.device = call.device
@@ -280,22 +310,47 @@ class Plan:
             self.workspace = torch.empty(self.workspace_bytes, dtype=torch.uint8,
                                          device=torch.device("cuda", self.device))
         self._workspace = self._extent_of(self.workspace)
-        self._workspace_arguments = (ctypes.c_void_p(self._workspace[0]), ctypes.c_int64(self._workspace[1]))
         # run(): for each tensor of the signature, its position among run()'s
         # parameters, what it must match and where its pointer goes; the
         # positions of the tensors the signature has not
-        base = ctypes.addressof(args)
         self._present, self._absent = [], []
         for position, name in enumerate(_RUN_ORDER):
             info = self._signature.get(name)
             if info is None:
                 self._absent.append(position)
                 continue
-            pointer = ctypes.c_void_p.from_address(base + _FIELD_OFFSETS[name])  # kda_tensor.data comes first
             dtype = _torch_dtype(info.dtype) if self._torch else None
-            self._present.append((position, name, info, pointer, info.shape, dtype, info.device, info.strides))
-        self._stream_slot = ctypes.c_void_p.from_address(base + KdaPrefillArgs.stream.offset)
-        self._args_ref = ctypes.byref(args)
+            self._present.append((position, name, info, _FIELD_OFFSETS[name], info.shape, dtype, info.device,
+                                  info.strides))  # kda_tensor.data comes first
+        self.native_run = False
+        if _runner is not None and self._torch:
+            self.run = self._native_runner().run
+            self.native_run = True
+
+    def _native_runner(self):
+        """A kdajit._runner.Runner for this plan: it holds what the plan's
+        runs need (the kda_plan, the arguments, the workspace), and reaches
+        the plan itself only through a weak reference, for the calls it
+        leaves to Plan.run."""
+        slots = tuple((position, offset, dtype, tuple(shape), tuple(strides) if strides else None, device)
+                      for position, _, _, offset, shape, dtype, device, strides in self._present)
+        position = _RUN_ORDER.index
+        state = (position("initial_state"), position("final_state")) if self._output_final_state else ()
+        results = ((position("out"),), state) + (((position("state_checkpoints"),),) if self._checkpoints else ())
+        plan = weakref.ref(self)
+
+        def in_python(*args, **kwargs):
+            alive = plan()
+            if alive is None:
+                raise RuntimeError("kdajit.Plan.run: the plan was destroyed")
+            return Plan.run(alive, *args, **kwargs)
+
+        _current_raw_stream(self.device)  # resolves torch's stream lookup
+        return _runner.Runner(
+            ctypes.cast(_plan_run, ctypes.c_void_p).value, self._handle.value, ctypes.addressof(self._args),
+            KdaPrefillArgs.stream.offset, self._workspace[0], self._workspace[1], slots,
+            sum(1 << p for p in self._absent), results, _RUN_PARAMETERS, self.device, _raw_stream, _torch_methods(),
+            _check, in_python, (self._owner, self._args, self.workspace))
 
     def _extent_of(self, buffer) -> tuple:
         """(pointer, bytes) of a workspace; the library refuses one that is too
@@ -318,34 +373,37 @@ class Plan:
         for position in self._absent:
             if given[position] is not None:
                 raise TensorError(f"{_RUN_ORDER[position]}: given, but the plan's signature has none")
+        # a copy of the arguments per call: concurrent runs of one plan from
+        # several threads each pass their own
+        args = KdaPrefillArgs.from_buffer_copy(self._args)
         if self._torch:
             data_ptr, get_device, stride, is_contiguous = _torch_methods()
-            for position, name, info, pointer, shape, dtype, device, strides in self._present:
+            for position, name, info, offset, shape, dtype, device, strides in self._present:
                 x = given[position]
                 try:
                     if (x.dtype is not dtype or x.shape != shape or get_device(x) != device or
                             (stride(x) != strides if strides else not is_contiguous(x))):
                         self._mismatch(name, info, x)
-                    pointer.value = data_ptr(x)
+                    _POINTER.pack_into(args, offset, data_ptr(x))
                 except (AttributeError, TypeError):  # not a tensor
                     self._mismatch(name, info, x)
         else:
-            for position, name, info, pointer, shape, dtype, device, strides in self._present:
+            for position, name, info, offset, shape, dtype, device, strides in self._present:
                 x = given[position]
                 now = describe(name, x) if x is not None else None
                 if now is None or now[1:4] != info[1:4] or now.device != info.device:
                     self._mismatch(name, info, x)
-                pointer.value = now.data
+                _POINTER.pack_into(args, offset, now.data)
         if stream is None and self._torch:
             handle = _current_raw_stream(self.device)
         else:
             handle = _stream_handle(stream, self.device, self._torch)
-        self._stream_slot.value = handle or None
+        _POINTER.pack_into(args, KdaPrefillArgs.stream.offset, handle or 0)
         if workspace is None:
-            status = _plan_run(self._handle, self._args_ref, self._workspace_arguments[0], self._workspace_arguments[1])
+            pointer, nbytes = self._workspace
         else:
             pointer, nbytes = self._extent_of(workspace)
-            status = _plan_run(self._handle, self._args_ref, ctypes.c_void_p(pointer), ctypes.c_int64(nbytes))
+        status = _plan_run(self._handle, ctypes.byref(args), ctypes.c_void_p(pointer), ctypes.c_int64(nbytes))
         if status != 0:
             _check(status)
         if self._checkpoints:
@@ -366,15 +424,10 @@ class Plan:
                           f"{_tensors.DTYPE_NAMES[info.dtype]} {list(info.shape)} strides "
                           f"{list(info.strides) or 'contiguous'} on cuda:{info.device}")
 
-    def __del__(self):
-        handle = getattr(self, "_handle", None)
-        if handle is not None and lib is not None:
-            lib.kda_plan_destroy(handle)
-            self._handle = None
-
     def __repr__(self) -> str:
         return (f"kdajit.Plan(schedule={self.schedule!r}, target={self.target!r}, "
-                f"prepare_overlapped={self.prepare_overlapped}, workspace_bytes={self.workspace_bytes})")
+                f"prepare_overlapped={self.prepare_overlapped}, workspace_bytes={self.workspace_bytes}, "
+                f"native_run={self.native_run})")
 
 
 _torch_by_code: dict = {}

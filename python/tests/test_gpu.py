@@ -176,6 +176,64 @@ def test_plan_run_matches_the_eager_call_and_replays_in_a_graph():
     check_state(static_state, ref_s)
 
 
+def test_native_and_python_plan_runs_agree_bit_for_bit():
+    B, T, H = 1, 192, 4
+    x = inputs(B, T, H, seed=40)
+    cu = torch.tensor([0, 70, 70, 192], dtype=torch.int32, device=DEV)  # a zero-length sequence inside
+    s0 = state(3, H, torch.float32, seed=41)
+    out = torch.empty(B, T, H, 128, dtype=torch.bfloat16, device=DEV)
+    p = kdajit.plan(*x, initial_state=s0, output_final_state=True, out=out, cu_seqlens=cu)
+    assert p.native_run, "the installed package lacks kdajit._runner"
+    results = []
+    for run in (p.run, lambda *a, **kw: kdajit.Plan.run(p, *a, **kw)):
+        o = torch.full_like(out, float("nan"))
+        s = s0.clone()
+        got = run(*x, out=o, initial_state=s, cu_seqlens=cu)
+        assert got[0] is o and got[1] is s
+        results.append((o, s))
+    torch.cuda.synchronize()
+    (o1, s1), (o2, s2) = results
+    assert torch.equal(o1, o2) and torch.equal(s1, s2)
+    ref_o, ref_s, _ = kda_reference(*x, initial_state=s0, cu_seqlens=cu)
+    check_output(o1, ref_o, packed_bounds(cu))
+    check_state(s1, ref_s)
+
+
+def test_one_plan_run_from_several_threads_gives_the_sequential_results():
+    import threading
+    B, T, H = 1, 128, 2
+    out0 = torch.empty(B, T, H, 128, dtype=torch.bfloat16, device=DEV)
+    p = kdajit.plan(*inputs(B, T, H, seed=50), out=out0)
+    calls = [inputs(B, T, H, seed=51 + i) for i in range(8)]
+    expected = []
+    for x in calls:
+        expected.append(torch.empty_like(out0))
+        p.run(*x, out=expected[-1])
+    torch.cuda.synchronize()
+    runs = 25
+    outs = [[torch.full_like(out0, float("nan")) for _ in range(runs)] for _ in range(4)]
+    failures = []
+
+    def worker(i):
+        try:
+            # every run its own output, on the default stream torch uses in every thread
+            for r in range(runs):
+                p.run(*calls[(i + r) % len(calls)], out=outs[i][r])
+        except Exception as e:  # reported below
+            failures.append(e)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    torch.cuda.synchronize()
+    assert not failures
+    for i in range(4):
+        for r in range(runs):
+            assert torch.equal(outs[i][r], expected[(i + r) % len(calls)]), (i, r)
+
+
 def test_plan_run_refuses_another_signature():
     x = inputs(1, 64, 2, seed=14)
     out = torch.empty(1, 64, 2, 128, dtype=torch.bfloat16, device=DEV)
