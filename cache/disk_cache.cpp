@@ -28,6 +28,13 @@ DiskCache::DiskCache(CacheConfig config, WarningSink warning_sink)
   } else if (!m_config.memory_only_warning.empty()) {
     warn_once(CacheWarning::memory_only, m_warning_sink, m_config.memory_only_warning);
   }
+  if (!m_config.notes.empty()) {
+    std::string notes;
+    for (const std::string& note : m_config.notes) {
+      notes += (notes.empty() ? "" : "; ") + note;
+    }
+    warn_once(CacheWarning::ignored_setting, m_warning_sink, notes);
+  }
   if (!m_config.lock_warning.empty() && m_layout) {
     warn_once(CacheWarning::no_locks, m_warning_sink, m_config.lock_warning);
   }

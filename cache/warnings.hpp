@@ -18,6 +18,9 @@ enum class CacheWarning {
   publish_failed,  ///< an entry could not be written; kept in memory
   bad_max_bytes,   ///< KDAJIT_MAX_BYTES does not parse: the default cap applies
   cache_dir_refused, ///< KDAJIT_CACHE_DIR refused: a later candidate is the cache
+  ignored_setting, ///< a cache setting that does not parse (CacheConfig::notes)
+  bad_disable_jit, ///< KDAJIT_DISABLE_JIT is neither 0 nor 1 (runtime/environment.hpp)
+  bad_prepare_lead, ///< KDAJIT_PREPARE_LEAD is not a fraction (runtime/environment.hpp)
   count_           // not a warning: the number of enumerators
 };
 

@@ -7,6 +7,7 @@
 #include "compiler/validated_schedule.hpp"
 #include "runtime/context.hpp"
 #include "runtime/cuda_driver.hpp"
+#include "runtime/environment.hpp"
 #include "runtime/generator_identity.hpp"
 #include "runtime/nvrtc_compiler.hpp"
 #include "runtime/nvrtc_library.hpp"
@@ -82,11 +83,19 @@ KernelRegistry& KernelRegistry::instance() {
       std::stringstream list(paths);
       for (std::string item; std::getline(list, item, ':');) {
         std::vector<std::string> files;
-        if (std::filesystem::is_directory(item)) {
-          for (const auto& f : std::filesystem::directory_iterator(item)) {
-            if (f.path().extension() == ".kdab") {
-              files.push_back(f.path().string());
+        std::error_code error;
+        if (std::filesystem::is_directory(item, error)) {
+          // the directory's regular *.kdab files (a directory named x.kdab is no bundle)
+          for (auto it = std::filesystem::directory_iterator(item, error);
+               !error && it != std::filesystem::directory_iterator(); it.increment(error)) {
+            if (it->path().extension() == ".kdab" && it->is_regular_file(error)) {
+              files.push_back(it->path().string());
             }
+          }
+          if (error) {
+            std::cerr << "kdajit: warning: KDAJIT_BUNDLE_PATH: cannot list " << item << ": " << error.message()
+                      << " (skipped)\n";
+            files.clear();
           }
           std::sort(files.begin(), files.end());
         } else if (!item.empty()) {
@@ -101,7 +110,7 @@ KernelRegistry& KernelRegistry::instance() {
         }
       }
     }
-    if (const char* off = std::getenv("KDAJIT_DISABLE_JIT"); off != nullptr && std::string(off) == "1") {
+    if (runtime::jit_disabled_by_environment()) {
       r->set_jit_enabled(false);
     }
     return r;

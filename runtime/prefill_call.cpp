@@ -8,6 +8,7 @@
 #include "runtime/context.hpp"
 #include "runtime/cuda_driver.hpp"
 #include "runtime/device_info.hpp"
+#include "runtime/environment.hpp"
 #include "runtime/kernel_registry.hpp"
 #include "runtime/nvrtc_compiler.hpp"
 #include "runtime/overlap_streams.hpp"
@@ -267,10 +268,7 @@ OverlapDecision decide_overlap(const KernelPlan& plan, const runtime::LoadedModu
   // Measurement aid (docs/runtime.md): KDAJIT_PREPARE_LEAD=F replaces the
   // model's lead by F x the chunks per sequence (timing only, same results);
   // read once per process, not on every call's dispatch path.
-  static const std::optional<double> k_lead_fraction = []() -> std::optional<double> {
-    const char* lead = std::getenv("KDAJIT_PREPARE_LEAD");
-    return lead != nullptr ? std::optional<double>(std::clamp(std::atof(lead), 0.0, 1.0)) : std::nullopt;
-  }();
+  static const std::optional<double> k_lead_fraction = runtime::prepare_lead_from_environment();
   if (decision.overlap && k_lead_fraction) {
     const double fraction = *k_lead_fraction;
     decision.lead_chunks = std::clamp<std::int64_t>(static_cast<std::int64_t>(fraction * r.chunk_grid_extent), 1,

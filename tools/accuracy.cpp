@@ -6,14 +6,17 @@
 // asks for at most 1.1x FLA's on each case).
 #include "runtime/cuda_driver.hpp"
 #include "tools/args.hpp"
+#include "tools/json_output.hpp"
 #include "tools/cli.hpp"
 #include "tools/exit_codes.hpp"
+#include "tools/shape_options.hpp"
 #include "tools/verify_run.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <ostream>
+#include <sstream>
 
 namespace kda::tools {
 namespace {
@@ -52,13 +55,18 @@ std::vector<AccuracyCase> accuracy_cases() {
 
 int accuracy_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   const ParsedArgs parsed = parse_args(args, {"--json"}, {"--state", "--schedule"});
+  if (!parsed.positional.empty()) {
+    throw UsageError("unexpected argument '" + parsed.positional.front() + "'");
+  }
+  const bool fp32 = state_option(parsed, StatePrecision::fp32) == StatePrecision::fp32;
   if (!runtime::driver_status().available) {
     err << "kdajit accuracy: needs a GPU: " << runtime::driver_status().to_string() << "\n";
     return k_exit_no_device;
   }
-  const bool fp32 = parsed.option("--state").value_or("fp32") == "fp32";
+  const bool json = parsed.has("--json");
+  std::ostringstream text; // the table, printed without --json
   nlohmann::json rows = nlohmann::json::array();
-  out << fmt::format("{:<32} {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>6} {:>6}  {}\n", "case (state " +
+  text << fmt::format("{:<32} {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>6} {:>6}  {}\n", "case (state " +
                          std::string(fp32 ? "fp32)" : "bf16)"),
                      "out", "state", "FKDA out", "FKDA st", "FLA out", "FLA st", "/FLA o", "/FLA s", "kernel");
   bool all_within = true;
@@ -71,16 +79,18 @@ int accuracy_command(const std::vector<std::string>& args, std::ostream& out, st
     const double ro = f.whole_output / c.fla_out;
     const double rs = f.whole_state / c.fla_state;
     all_within = all_within && ro <= 1.1 && rs <= 1.1 && f.pass;
-    out << fmt::format("{:<32} {:>9.2e} {:>9.2e} | {:>9.1e} {:>9.1e} | {:>9.1e} {:>9.1e} | {:>6.2f} {:>6.2f}  {}\n",
+    text << fmt::format("{:<32} {:>9.2e} {:>9.2e} | {:>9.1e} {:>9.1e} | {:>9.1e} {:>9.1e} | {:>6.2f} {:>6.2f}  {}\n",
                        c.name, f.whole_output, f.whole_state, c.flashkda_out, c.flashkda_state, c.fla_out, c.fla_state,
                        ro, rs, f.schedule);
     rows.push_back({{"case", c.name}, {"output_rel_rms", f.whole_output}, {"state_rel_rms", f.whole_state},
                     {"fla_output", c.fla_out}, {"fla_state", c.fla_state}, {"ratio_output", ro},
                     {"ratio_state", rs}, {"spec_pass", f.pass}, {"kernel", f.schedule}});
   }
-  out << (all_within ? "every case within 1.1x FLA's error\n" : "not every case is within 1.1x FLA's error\n");
-  if (parsed.has("--json")) {
-    out << nlohmann::json{{"fp32_state", fp32}, {"cases", rows}}.dump(2) << "\n";
+  text << (all_within ? "every case within 1.1x FLA's error\n" : "not every case is within 1.1x FLA's error\n");
+  if (json) {
+    out << nlohmann::json{{"fp32_state", fp32}, {"cases", rows}, {"within_1_1x_fla", all_within}}.dump(2, ' ', false, k_replace_invalid_utf8) << "\n";
+  } else {
+    out << text.str();
   }
   return k_exit_ok;
 }

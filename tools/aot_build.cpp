@@ -16,6 +16,8 @@
 #include "compiler/schedule_library.hpp"
 #include "runtime/kernel_registry.hpp"
 #include "tools/args.hpp"
+#include "tools/json_output.hpp"
+#include "tools/number_options.hpp"
 #include "tools/cli.hpp"
 #include "tools/exit_codes.hpp"
 #include "tools/schedule_inputs.hpp"
@@ -56,13 +58,66 @@ struct Done {
   double ms = 0.0;
 };
 
-std::vector<Job> plan_jobs(const nlohmann::json& plan) {
-  std::vector<Schedule> schedules;
-  const nlohmann::json& names = plan.at("schedules");
-  if (!names.is_array() && names != "all") {
-    throw UsageError("plan: \"schedules\" is \"all\" or an array of schedule names or files");
+// A plan's list field: the word `all_word` or an array of strings.
+std::optional<std::vector<std::string>> word_or_names(const nlohmann::json& plan, const char* key,
+                                                      const char* all_word, const char* what) {
+  const nlohmann::json& value = plan.at(key);
+  if (value.is_string() && value.get<std::string>() == all_word) {
+    return std::nullopt;
   }
-  if (names.is_string() && names.get<std::string>() == "all") {
+  const bool names = value.is_array() && std::all_of(value.begin(), value.end(), [](const nlohmann::json& v) {
+    return v.is_string();
+  });
+  if (!names) {
+    throw ContentError(fmt::format("plan: \"{}\" is \"{}\" or an array of {}, not {}", key, all_word, what,
+                                   value.dump(-1, ' ', false, k_replace_invalid_utf8)));
+  }
+  return value.get<std::vector<std::string>>();
+}
+
+ShapeKey plan_shape(const nlohmann::json& shape_json) {
+  auto word = [&](const char* key, const char* fallback) -> std::optional<std::string> {
+    if (!shape_json.contains(key)) {
+      return fallback;
+    }
+    const nlohmann::json& v = shape_json.at(key);
+    return v.is_string() ? std::optional<std::string>(v.get<std::string>()) : std::nullopt;
+  };
+  const std::optional<std::string> state = word("state", "bf16");
+  const std::optional<std::string> layout = word("layout", "fixed");
+  const nlohmann::json checkpoints = shape_json.is_object() ? shape_json.value("checkpoints", nlohmann::json(false))
+                                                            : nlohmann::json();
+  const bool known_keys = shape_json.is_object() && std::all_of(shape_json.items().begin(), shape_json.items().end(),
+                                                                [](const auto& item) {
+                                                                  return item.key() == "state" ||
+                                                                         item.key() == "layout" ||
+                                                                         item.key() == "checkpoints";
+                                                                });
+  if (!known_keys || !state || !layout || (*state != "bf16" && *state != "fp32") ||
+      (*layout != "fixed" && *layout != "packed") || !checkpoints.is_boolean()) {
+    throw ContentError(fmt::format("plan: a shape is {{\"state\": bf16|fp32, \"layout\": fixed|packed, "
+                                   "\"checkpoints\": true|false}}, not {}",
+                                   shape_json.dump(-1, ' ', false, k_replace_invalid_utf8)));
+  }
+  ShapeKey shape;
+  shape.checkpoints = checkpoints.get<bool>();
+  shape.state_dtype = *state == "fp32" ? StatePrecision::fp32 : StatePrecision::bf16;
+  shape.layout = *layout == "packed" ? LayoutKind::packed : LayoutKind::fixed;
+  return shape;
+}
+
+std::vector<Job> plan_jobs(const nlohmann::json& plan) {
+  for (const auto& item : plan.items()) {
+    if (item.key() != "schedules" && item.key() != "targets" && item.key() != "shapes" && item.key() != "comment") {
+      throw ContentError("plan: unknown key '" + item.key() + "' (a plan has schedules, targets, shapes and comment)");
+    }
+  }
+  std::vector<Schedule> schedules;
+  if (const auto names = word_or_names(plan, "schedules", "all", "schedule names or files")) {
+    for (const std::string& n : *names) {
+      schedules.push_back(schedule_by_name_or_file(n));
+    }
+  } else {
     for (const Schedule& s : shipped_schedules()) {
       try {
         find_family_recipe(s);
@@ -71,48 +126,38 @@ std::vector<Job> plan_jobs(const nlohmann::json& plan) {
         // no code generator yet
       }
     }
-  } else {
-    for (const auto& n : names) {
-      schedules.push_back(schedule_by_name_or_file(n.get<std::string>()));
+  }
+  const std::optional<std::vector<std::string>> wanted = word_or_names(plan, "targets", "listed", "target names");
+  for (const std::string& t : wanted.value_or(std::vector<std::string>{})) {
+    if (!find_target(t)) {
+      throw ContentError(fmt::format("plan: unknown target '{}' (targets: {})", t, known_target_names()));
     }
+  }
+  const nlohmann::json& shapes_json = plan.at("shapes");
+  if (!shapes_json.is_array() || shapes_json.empty()) {
+    throw ContentError("plan: \"shapes\" is a non-empty array of shapes");
+  }
+  std::vector<ShapeKey> shapes;
+  for (const nlohmann::json& shape_json : shapes_json) {
+    shapes.push_back(plan_shape(shape_json));
   }
   std::vector<Job> jobs;
   for (const Schedule& s : schedules) {
-    std::vector<std::string> targets = s.targets;
-    if (!plan.at("targets").is_array() && plan.at("targets") != "listed") {
-      throw UsageError("plan: \"targets\" is \"listed\" or an array of target names");
-    }
-    if (plan.at("targets").is_array()) {
-      std::vector<std::string> wanted;
-      for (const auto& t : plan["targets"]) {
-        if (std::find(s.targets.begin(), s.targets.end(), t.get<std::string>()) != s.targets.end()) {
-          wanted.push_back(t.get<std::string>());
-        }
+    for (const std::string& t : s.targets) {
+      if (wanted && std::find(wanted->begin(), wanted->end(), t) == wanted->end()) {
+        continue;
       }
-      targets = wanted;
-    }
-    for (const std::string& t : targets) {
       const std::optional<Target> target = find_target(t);
       if (!target) {
-        throw UsageError("plan: unknown target '" + t + "'");
+        throw ContentError(fmt::format("schedule {} lists an unknown target '{}'", s.name, t));
       }
-      for (const auto& shape_json : plan.at("shapes")) {
-        ShapeKey shape;
-        const std::string state = shape_json.value("state", "bf16");
-        const std::string layout = shape_json.value("layout", "fixed");
-        const nlohmann::json checkpoints = shape_json.value("checkpoints", nlohmann::json(false));
-        if ((state != "bf16" && state != "fp32") || (layout != "fixed" && layout != "packed") ||
-            !checkpoints.is_boolean()) {
-          throw UsageError(fmt::format("plan: a shape is {{\"state\": bf16|fp32, \"layout\": fixed|packed, "
-                                       "\"checkpoints\": true|false}}, not {}",
-                                       shape_json.dump()));
-        }
-        shape.checkpoints = checkpoints.get<bool>();
-        shape.state_dtype = state == "fp32" ? StatePrecision::fp32 : StatePrecision::bf16;
-        shape.layout = layout == "packed" ? LayoutKind::packed : LayoutKind::fixed;
+      for (const ShapeKey& shape : shapes) {
         jobs.push_back({s, *target, shape});
       }
     }
+  }
+  if (jobs.empty()) {
+    throw ContentError("plan: selects no kernel (none of its schedules lists one of its targets)");
   }
   return jobs;
 }
@@ -157,15 +202,15 @@ int aot_build_command(const std::vector<std::string>& args, std::ostream& out, s
   std::string error;
   const std::optional<nlohmann::json> parsed_plan = parse_json_bounded(file.text, error);
   if (!parsed_plan) {
-    throw UsageError("the plan " + *parsed.option("--plan") + " is not valid JSON: " + error);
+    throw ContentError("the plan " + *parsed.option("--plan") + " is not valid JSON: " + error);
   }
   const nlohmann::json& plan = *parsed_plan;
   if (!plan.is_object() || !plan.contains("schedules") || !plan.contains("targets") || !plan.contains("shapes")) {
-    throw UsageError("the plan must be a JSON object with schedules, targets and shapes");
+    throw ContentError("the plan must be a JSON object with schedules, targets and shapes");
   }
   const std::vector<Job> jobs = plan_jobs(plan);
-  const int workers = std::max(1, std::stoi(parsed.option("--jobs").value_or(
-                                      std::to_string(std::max(1u, std::thread::hardware_concurrency())))));
+  const int workers = static_cast<int>(
+      integer_option(parsed, "--jobs", std::max(1u, std::thread::hardware_concurrency()), 1, 1024));
   const bool json = parsed.has("--json");
   // Compile in parallel (the registry is thread-safe; cached entries are reused).
   std::vector<Done> done(jobs.size());
@@ -255,7 +300,7 @@ int aot_build_command(const std::vector<std::string>& args, std::ostream& out, s
                           {"fatbins", fatbins},
                           {"fatbin_problem", fatbin_problem},
                           {"failed", failed}}
-                .dump(2)
+                .dump(2, ' ', false, k_replace_invalid_utf8)
         << "\n";
   } else {
     out << fmt::format("wrote {} ({} kernels) and {} fatbins in {}\n", bundle_path.string(), inputs.size(),

@@ -17,6 +17,13 @@ public:
   explicit UsageError(const std::string& message) : std::runtime_error(message) {}
 };
 
+/// The content of an input named on the command line (an AOT plan, say) is
+/// wrong: not valid JSON, a value of the wrong type, an unknown name (exit 1).
+class ContentError : public std::runtime_error {
+public:
+  explicit ContentError(const std::string& message) : std::runtime_error(message) {}
+};
+
 struct ParsedArgs {
   std::vector<std::string> positional;
   std::set<std::string> flags;

@@ -20,6 +20,8 @@
 #include "kdajit/kda.hpp"
 #include "runtime/kernel_registry.hpp"
 #include "tools/args.hpp"
+#include "tools/json_output.hpp"
+#include "tools/number_options.hpp"
 #include "tools/bench_runner.hpp"
 #include "tools/bench_workloads.hpp"
 #include "tools/cli.hpp"
@@ -31,6 +33,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -62,18 +65,18 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
                  {"--cases", "--iters", "--warmup", "--seed", "--schedule", "--checkpoint-every"});
   CallFeatures features;
   features.pool = parsed.has("--pool");
-  features.checkpoint_every = std::stoll(parsed.option("--checkpoint-every").value_or("0"));
-  if (features.checkpoint_every < 0 || features.checkpoint_every % 16 != 0) {
+  features.checkpoint_every = integer_option(parsed, "--checkpoint-every", 0, 1, std::int64_t{1} << 30);
+  if (features.checkpoint_every % 16 != 0) {
     throw UsageError("--checkpoint-every takes a positive multiple of 16");
   }
   const bool planned = parsed.has("--planned");
   PrefillOptions options;
   options.schedule = parsed.option("--schedule");
   options.prepare_overlap = !parsed.has("--no-overlap");
-  const int iters = std::stoi(parsed.option("--iters").value_or("100"));
-  const int warmup = std::stoi(parsed.option("--warmup").value_or("20"));
+  const int iters = static_cast<int>(integer_option(parsed, "--iters", 100, 1, 1'000'000));
+  const int warmup = static_cast<int>(integer_option(parsed, "--warmup", 20, 0, 1'000'000));
   const bool cold = parsed.has("--cold");
-  const std::uint64_t seed = std::stoull(parsed.option("--seed").value_or("2026"));
+  const auto seed = static_cast<std::uint64_t>(integer_option(parsed, "--seed", 2026, 0, std::numeric_limits<std::int64_t>::max()));
   if (!runtime::driver_status().available) {
     err << "kdajit bench: needs a GPU: " << runtime::driver_status().to_string() << "\n";
     return k_exit_no_device;
@@ -115,7 +118,7 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
       KDA_CU(cuCtxSynchronize);
       const double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       const nlohmann::json stats = KernelRegistry::instance().disk_cache().stats_json();
-      out << fmt::format("first call {:.1f} ms (cache: {})\n", first_ms, stats.dump());
+      out << fmt::format("first call {:.1f} ms (cache: {})\n", first_ms, stats.dump(-1, ' ', false, k_replace_invalid_utf8));
       // where the first workload's choice came from: measured, borrowed or the static preference
       const std::string route = explain_prefill_route(args_for(wl, wl.sets[0]), options);
       for (std::size_t at = 0, end = 0; at < route.size(); at = end + 1) {
@@ -195,7 +198,7 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
                           {"state_pool", features.pool},
                           {"checkpoint_every", features.checkpoint_every},
                           {"results", results}}
-               .dump(2)
+               .dump(2, ' ', false, k_replace_invalid_utf8)
         << "\n";
   }
   return k_exit_ok;

@@ -3,6 +3,7 @@
 // publishing at that moment (cache/eviction.hpp apply_eviction).
 #include "cache/eviction.hpp"
 #include "tools/args.hpp"
+#include "tools/json_output.hpp"
 #include "tools/cache_target.hpp"
 #include "tools/cli.hpp"
 #include "tools/exit_codes.hpp"
@@ -46,7 +47,7 @@ int cache_clear_command(const std::vector<std::string>& args, std::ostream& out,
                           {"removed", result.removed.size()},
                           {"removed_bytes", removed_bytes},
                           {"skipped", skipped}}
-                .dump(2)
+                .dump(2, ' ', false, k_replace_invalid_utf8)
         << "\n";
   } else {
     out << fmt::format("cache {}: removed {} entr{} ({} bytes)\n", *target.root, result.removed.size(),

@@ -9,6 +9,7 @@
 #include "runtime/kernel_registry.hpp"
 #include "runtime/nvrtc_compiler.hpp"
 #include "tools/args.hpp"
+#include "tools/json_output.hpp"
 #include "tools/cache_target.hpp"
 #include "tools/cli.hpp"
 #include "tools/exit_codes.hpp"
@@ -106,7 +107,7 @@ int cache_explain_command(const std::vector<std::string>& args, std::ostream& ou
                       {"schedule", nearest->manifest->launch.value("schedule", std::string("?"))},
                       {"differences", diffs}};
     }
-    out << j.dump(2) << "\n";
+    out << j.dump(2, ' ', false, k_replace_invalid_utf8) << "\n";
   } else {
     out << fmt::format("{} on {}, shape {}: key {}\n", schedule.name, target->name, shape.canonical(), key.hex());
     for (const auto& [name, value] : named_fields(wanted)) {

@@ -5,6 +5,7 @@
 #include "cache/eviction.hpp"
 #include "runtime/kernel_registry.hpp"
 #include "tools/args.hpp"
+#include "tools/json_output.hpp"
 #include "tools/cache_target.hpp"
 #include "tools/cli.hpp"
 #include "tools/exit_codes.hpp"
@@ -108,7 +109,7 @@ int cache_gc_command(const std::vector<std::string>& args, std::ostream& out, st
                           {"bytes_after", plan.bytes_before - removed_bytes},
                           {"removed", removed},
                           {"skipped", skipped}}
-                .dump(2)
+                .dump(2, ' ', false, k_replace_invalid_utf8)
         << "\n";
   } else {
     out << fmt::format("cache {}: {} entr{}, {} bytes; cap {} bytes\n", *target.root, plan.entries_before,

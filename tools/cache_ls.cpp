@@ -4,6 +4,7 @@
 #include "cache/list_entries.hpp"
 #include "runtime/kernel_registry.hpp"
 #include "tools/args.hpp"
+#include "tools/json_output.hpp"
 #include "tools/cache_target.hpp"
 #include "tools/cli.hpp"
 #include "tools/exit_codes.hpp"
@@ -70,7 +71,7 @@ int cache_ls_command(const std::vector<std::string>& args, std::ostream& out, st
                       {"dir", e.dir}});
   }
   if (parsed.has("--json")) {
-    out << nlohmann::json{{"root", root}, {"entries", listed}}.dump(2) << "\n";
+    out << nlohmann::json{{"root", root}, {"entries", listed}}.dump(2, ' ', false, k_replace_invalid_utf8) << "\n";
   }
   return k_exit_ok;
 }

@@ -3,6 +3,7 @@
 #include "cache/entry_io.hpp"
 #include "cache/list_entries.hpp"
 #include "tools/args.hpp"
+#include "tools/json_output.hpp"
 #include "tools/cache_target.hpp"
 #include "tools/cli.hpp"
 #include "tools/exit_codes.hpp"
@@ -79,7 +80,7 @@ int cache_show_command(const std::vector<std::string>& args, std::ostream& out, 
     if (parsed.has("--source")) {
       j["source"] = source ? nlohmann::json(*source) : nlohmann::json(nullptr);
     }
-    out << j.dump(2) << "\n";
+    out << j.dump(2, ' ', false, k_replace_invalid_utf8) << "\n";
     return k_exit_ok;
   }
   out << fmt::format("entry {}\n  dir {} ({} bytes)\n", key_of(e), e.dir, e.bytes_on_disk);
@@ -96,9 +97,9 @@ int cache_show_command(const std::vector<std::string>& args, std::ostream& out, 
     out << fmt::format("  cubin {} bytes, sha256 {}\n  source sha256 {}\n", m.cubin_size, m.cubin_sha256,
                        m.source_sha256.empty() ? "(unknown)" : m.source_sha256);
     for (const cache::EntryPoint& ep : m.entry_points) {
-      out << fmt::format("  entry {} {}\n", ep.name, ep.resources.dump());
+      out << fmt::format("  entry {} {}\n", ep.name, ep.resources.dump(-1, ' ', false, k_replace_invalid_utf8));
     }
-    out << fmt::format("  launch {}\n", m.launch.dump());
+    out << fmt::format("  launch {}\n", m.launch.dump(-1, ' ', false, k_replace_invalid_utf8));
     out << fmt::format("  producer {}, compiled in {:.0f} ms, created {}, last used {} (unix seconds)\n",
                        cache::producer_name(m.producer), m.compile_ms, m.created_unix, m.last_used_unix);
   }

@@ -1,4 +1,5 @@
 #include "tools/cache_target.hpp"
+#include "tools/json_output.hpp"
 
 #include "runtime/kernel_registry.hpp"
 
@@ -29,7 +30,7 @@ bool report_memory_only(const CacheTarget& target, bool json, const char* nothin
     return false;
   }
   if (json) {
-    out << nlohmann::json{{"root", nullptr}, {"memory_only", target.memory_only_reason}}.dump(2) << "\n";
+    out << nlohmann::json{{"root", nullptr}, {"memory_only", target.memory_only_reason}}.dump(2, ' ', false, k_replace_invalid_utf8) << "\n";
   } else {
     out << "the kernel cache is memory-only (" << target.memory_only_reason << "): nothing to " << nothing_to << "\n";
   }

@@ -11,6 +11,7 @@
 #include "runtime/cuda_driver.hpp"
 #include "runtime/loaded_module.hpp"
 #include "tools/args.hpp"
+#include "tools/json_output.hpp"
 #include "tools/cache_target.hpp"
 #include "tools/cli.hpp"
 #include "tools/exit_codes.hpp"
@@ -99,7 +100,7 @@ int cache_verify_command(const std::vector<std::string>& args, std::ostream& out
     }
   }
   if (parsed.has("--json")) {
-    out << nlohmann::json{{"root", *target.root}, {"entries", results}, {"bad", bad}, {"not_loaded", skipped}}.dump(2)
+    out << nlohmann::json{{"root", *target.root}, {"entries", results}, {"bad", bad}, {"not_loaded", skipped}}.dump(2, ' ', false, k_replace_invalid_utf8)
         << "\n";
   } else {
     out << fmt::format("{} entr{} checked, {} bad", entries.size(), entries.size() == 1 ? "y" : "ies", bad);

@@ -3,8 +3,10 @@
 #include "compiler/errors.hpp"
 #include "tools/args.hpp"
 #include "tools/exit_codes.hpp"
+#include "tools/json_output.hpp"
 #include "tools/schedule_inputs.hpp"
 
+#include <algorithm>
 #include <ostream>
 
 namespace kda::tools {
@@ -110,17 +112,23 @@ usage:
       The first workload's host time per call is printed for each path, with
       the driver calls it makes and its time outside them.
   kdajit --help | help        this text
-  kdajit --version            the version
+  kdajit --version [--json]   the version
+
+with --json, every command prints one JSON document on stdout, also when it
+fails: {"error": {"kind", "message", "exit_code"}}
 
 targets: sm_80, sm_90, sm_90a, sm_100a, sm_100f, sm_103a, sm_120a
 
 exit codes:
   0   success (every schedule checked is valid)
-  1   a schedule failed to parse, validate or lower
-  2   bad command line (unknown command or option, missing value, unknown target)
-  3   an input file cannot be read
+  1   a schedule failed to parse, validate or lower, or a JSON input holds
+      invalid JSON or a value of the wrong type or range
+  2   bad command line (unknown command or option, missing value, a value
+      that is not a number of its kind or out of its range, unknown target)
+  3   an input file cannot be read, is not a regular file or is too large
   4   NVRTC or the CUDA driver failed
-  5   cache I/O failed, or cache verify found a bad entry
+  5   cache I/O failed (a compiled kernel not written to the disk cache
+      included), or cache verify found a bad entry
   6   a bad call argument (tensor shapes, dtypes, lower_bound, ...)
   7   the command needs a GPU and none is usable
   8   verify: the GPU result is outside the tolerances
@@ -134,7 +142,15 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
     return args.empty() ? k_exit_usage : k_exit_ok;
   }
   if (args[0] == "--version") {
-    out << "kdajit " << KDAJIT_VERSION << "\n";
+    const ParsedArgs parsed = parse_args(std::vector<std::string>(args.begin() + 1, args.end()), {"--json"}, {});
+    if (!parsed.positional.empty()) {
+      throw UsageError("unexpected argument '" + parsed.positional.front() + "'");
+    }
+    if (parsed.has("--json")) {
+      out << nlohmann::json{{"kdajit", KDAJIT_VERSION}}.dump(2, ' ', false, k_replace_invalid_utf8) << "\n";
+    } else {
+      out << "kdajit " << KDAJIT_VERSION << "\n";
+    }
     return k_exit_ok;
   }
   if (args[0] == "compile") {
@@ -215,33 +231,50 @@ std::string usage_text() {
   return k_usage;
 }
 
+namespace {
+
+// With --json, a failed command also prints one JSON document on stdout
+// saying why (the message is on stderr as well).
+int failed(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, int code, const char* kind,
+           const std::string& message, const std::string& hint = "") {
+  err << "kdajit: " << message << "\n" << hint;
+  if (std::find(args.begin(), args.end(), "--json") != args.end()) {
+    out << nlohmann::json{{"error", {{"kind", kind}, {"message", message}, {"exit_code", code}}}}.dump(
+               2, ' ', false, k_replace_invalid_utf8)
+        << "\n";
+  }
+  return code;
+}
+
+} // namespace
+
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   try {
     return dispatch(args, out, err);
   } catch (const UsageError& e) {
-    err << "kdajit: " << e.what() << "\n(run 'kdajit --help' for usage)\n";
-    return k_exit_usage;
+    return failed(args, out, err, k_exit_usage, "usage", e.what(), "(run 'kdajit --help' for usage)\n");
   } catch (const InputError& e) {
-    err << "kdajit: " << e.what() << "\n";
-    return k_exit_io;
+    return failed(args, out, err, k_exit_io, "input", e.what());
+  } catch (const ContentError& e) {
+    return failed(args, out, err, k_exit_invalid_schedule, "content", e.what());
   } catch (const TensorError& e) {
-    err << "kdajit: " << e.what() << "\n";
-    return k_exit_tensor;
+    return failed(args, out, err, k_exit_tensor, "tensor", e.what());
   } catch (const ScheduleError& e) {
-    err << "kdajit: " << e.what() << "\n";
-    return k_exit_invalid_schedule;
+    return failed(args, out, err, k_exit_invalid_schedule, "schedule", e.what());
   } catch (const ToolchainError& e) {
-    err << "kdajit: " << e.what() << "\n";
-    return k_exit_toolchain;
+    return failed(args, out, err, k_exit_toolchain, "toolchain", e.what());
   } catch (const CacheError& e) {
-    err << "kdajit: " << e.what() << "\n";
-    return k_exit_cache;
+    return failed(args, out, err, k_exit_cache, "cache", e.what());
   } catch (const InternalError& e) {
-    err << "kdajit: " << e.what() << "\n";
-    return k_exit_internal;
+    return failed(args, out, err, k_exit_internal, "internal", e.what());
+  } catch (const nlohmann::json::exception& e) {
+    // every JSON document kdajit reads is the user's (schedules, plans,
+    // tuning tables, manifests): a type or range kdajit did not expect there
+    // is bad content
+    return failed(args, out, err, k_exit_invalid_schedule, "content",
+                  std::string("a JSON input holds a value of an unexpected type or range: ") + e.what());
   } catch (const std::exception& e) {
-    err << "kdajit: internal error: " << e.what() << "\n";
-    return k_exit_internal;
+    return failed(args, out, err, k_exit_internal, "internal", std::string("internal error: ") + e.what());
   }
 }
 

@@ -6,6 +6,7 @@
 #include "compiler/schedule_library.hpp"
 #include "runtime/kernel_registry.hpp"
 #include "tools/args.hpp"
+#include "tools/json_output.hpp"
 #include "tools/cli.hpp"
 #include "tools/exit_codes.hpp"
 #include "tools/schedule_inputs.hpp"
@@ -15,6 +16,7 @@
 
 #include <chrono>
 #include <ostream>
+#include <sstream>
 
 namespace kda::tools {
 
@@ -56,8 +58,12 @@ int compile_command(const std::vector<std::string>& args, std::ostream& out, std
     targets.push_back(*target_option(t));
   }
   const ShapeKey shape = shape_from_options(parsed);
+  const bool json = parsed.has("--json");
+  std::ostringstream text; // the report, printed without --json
   nlohmann::json results = nlohmann::json::array();
   int failures = 0;
+  int not_written = 0; // compiled but not in the disk cache
+  const cache::CacheConfig& config = KernelRegistry::instance().disk_cache().config();
   for (const Schedule& s : schedules) {
     try {
       find_family_recipe(s);
@@ -65,7 +71,7 @@ int compile_command(const std::vector<std::string>& args, std::ostream& out, std
       if (!all) {
         throw;
       }
-      out << fmt::format("{}: skipped ({})\n", s.name, e.diagnostics().front().message);
+      text << fmt::format("{}: skipped ({})\n", s.name, e.diagnostics().front().message);
       results.push_back({{"schedule", s.name}, {"skipped", e.diagnostics().front().message}});
       continue;
     }
@@ -78,9 +84,14 @@ int compile_command(const std::vector<std::string>& args, std::ostream& out, std
     for (const Target& target : for_schedule) {
       const auto start = std::chrono::steady_clock::now();
       try {
-        const auto before = KernelRegistry::instance().disk_cache().stats().get(cache::Statistic::compile);
+        const cache::CacheStats& stats = KernelRegistry::instance().disk_cache().stats();
+        const auto before = stats.get(cache::Statistic::compile);
+        const auto failed_before = stats.get(cache::Statistic::publish_failed);
         const std::shared_ptr<const PreparedKernel> k = KernelRegistry::instance().prepare(s, target, shape);
-        const bool compiled = KernelRegistry::instance().disk_cache().stats().get(cache::Statistic::compile) > before;
+        const bool compiled = stats.get(cache::Statistic::compile) > before;
+        // on disk: found there, or compiled and written (a memory-only cache writes nothing)
+        const bool written = config.root.has_value() && stats.get(cache::Statistic::publish_failed) == failed_before;
+        not_written += (compiled && !written) ? 1 : 0;
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
         std::string resources;
         for (const cache::EntryPoint& ep : k->entry->manifest.entry_points) {
@@ -90,26 +101,47 @@ int compile_command(const std::vector<std::string>& args, std::ostream& out, std
                                    ep.resources.value("wgmma_serialized", false) ? ", wgmma serialized" : "",
                                    ep.resources.value("wgmma_wait_injected", false) ? ", wgmma wait injected" : "");
         }
-        out << fmt::format("{} {} {} {}: {} in {:.0f} ms ({})\n", k->key.short_id(), s.name, target.name,
-                           shape.canonical(), compiled ? "compiled" : "cached", ms, resources);
+        text << fmt::format("{} {} {} {}: {} in {:.0f} ms ({}){}\n", k->key.short_id(), s.name, target.name,
+                            shape.canonical(), compiled ? "compiled" : "cached", ms, resources,
+                            compiled && !written ? "; NOT written to the disk cache" : "");
         results.push_back({{"schedule", s.name},
                            {"target", target.name},
                            {"shape", shape.canonical()},
                            {"key", k->key.hex()},
                            {"compiled", compiled},
+                           {"in_disk_cache", !compiled || written},
                            {"ms", ms}});
       } catch (const ScheduleError& e) {
         ++failures;
-        out << fmt::format("{} {}: cannot generate\n{}", s.name, target.name, diagnostics_text(e));
+        text << fmt::format("{} {}: cannot generate\n{}", s.name, target.name, diagnostics_text(e));
         results.push_back({{"schedule", s.name}, {"target", target.name}, {"error", e.what()}});
       }
     }
   }
-  if (parsed.has("--json")) {
-    out << nlohmann::json{{"results", results}}.dump(2) << "\n";
+  std::string cache_problem;
+  if (not_written > 0) {
+    cache_problem = config.root ? fmt::format("{} compiled kernel(s) could not be written to the disk cache {}",
+                                              not_written, *config.root)
+                                : fmt::format("{} compiled kernel(s) are in memory only: {}", not_written,
+                                              config.memory_only_warning);
   }
-  (void)err;
-  return failures == 0 ? k_exit_ok : k_exit_invalid_schedule;
+  if (json) {
+    nlohmann::json doc{{"results", results}};
+    if (!cache_problem.empty()) {
+      doc["cache_error"] = cache_problem;
+    }
+    out << doc.dump(2, ' ', false, k_replace_invalid_utf8) << "\n";
+  } else {
+    out << text.str();
+  }
+  if (failures > 0) {
+    return k_exit_invalid_schedule;
+  }
+  if (!cache_problem.empty()) {
+    err << "kdajit compile: " << cache_problem << "\n";
+    return k_exit_cache;
+  }
+  return k_exit_ok;
 }
 
 } // namespace kda::tools

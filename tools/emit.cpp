@@ -6,6 +6,7 @@
 #include "compiler/schedule_library.hpp"
 #include "compiler/validated_schedule.hpp"
 #include "tools/args.hpp"
+#include "tools/json_output.hpp"
 #include "tools/cli.hpp"
 #include "tools/exit_codes.hpp"
 #include "tools/schedule_inputs.hpp"
@@ -47,7 +48,7 @@ int emit_command(const std::vector<std::string>& args, std::ostream& out, std::o
       if (!parsed.has("--plan")) {
         j["source"] = source.text;
       }
-      out << j.dump(2) << "\n";
+      out << j.dump(2, ' ', false, k_replace_invalid_utf8) << "\n";
       return k_exit_ok;
     }
     if (parsed.has("--plan")) {

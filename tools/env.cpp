@@ -15,6 +15,7 @@
 #include "runtime/tuning_table.hpp"
 #include "runtime/cuda_driver.hpp"
 #include "tools/args.hpp"
+#include "tools/json_output.hpp"
 #include "tools/cli.hpp"
 #include "tools/exit_codes.hpp"
 
@@ -114,7 +115,7 @@ int env_command(const std::vector<std::string>& args, std::ostream& out, std::os
   }
   j["jit"] = KernelRegistry::instance().jit_enabled();
   if (parsed.has("--json")) {
-    out << j.dump(2) << "\n";
+    out << j.dump(2, ' ', false, k_replace_invalid_utf8) << "\n";
     return k_exit_ok;
   }
   out << fmt::format("kdajit {} (generator {})\n", KDAJIT_VERSION, generator_id());
@@ -134,7 +135,7 @@ int env_command(const std::vector<std::string>& args, std::ostream& out, std::os
   const cache::CacheConfig& config = KernelRegistry::instance().disk_cache().config();
   out << "cache: " << (config.root ? *config.root : "memory-only (" + config.memory_only_warning + ")") << "\n";
   for (const auto& c : j["cache"]["root_candidates"]) {
-    out << "  candidate " << c.dump() << "\n";
+    out << "  candidate " << c.dump(-1, ' ', false, k_replace_invalid_utf8) << "\n";
   }
   out << "locks: " << (config.lock_dir ? *config.lock_dir : "none (" + config.lock_note + ")") << "\n";
   out << "environment:";

@@ -9,6 +9,7 @@
 #include "compiler/validated_schedule.hpp"
 #include "runtime/nvrtc_compiler.hpp"
 #include "tools/args.hpp"
+#include "tools/json_output.hpp"
 #include "tools/cli.hpp"
 #include "tools/exit_codes.hpp"
 #include "tools/schedule_inputs.hpp"
@@ -95,7 +96,7 @@ int repro_command(const std::vector<std::string>& args, std::ostream& out, std::
   const std::vector<std::string> files = {(dir / source.file_name).string(), (dir / (stem + ".nvrtc-options")).string(),
                                           (dir / (stem + ".replay.py")).string()};
   if (parsed.has("--json")) {
-    out << nlohmann::json{{"files", files}, {"entry_points", source.entry_points}}.dump(2) << "\n";
+    out << nlohmann::json{{"files", files}, {"entry_points", source.entry_points}}.dump(2, ' ', false, k_replace_invalid_utf8) << "\n";
   } else {
     for (const std::string& f : files) {
       out << "wrote " << f << "\n";

@@ -8,8 +8,10 @@
 #include "runtime/kernel_registry.hpp"
 #include "runtime/router.hpp"
 #include "tools/args.hpp"
+#include "tools/json_output.hpp"
 #include "tools/cli.hpp"
 #include "tools/exit_codes.hpp"
+#include "tools/number_options.hpp"
 #include "tools/shape_options.hpp"
 
 #include <fmt/format.h>
@@ -21,14 +23,35 @@ namespace {
 
 std::pair<int, int> parse_version(const std::string& text, const char* option) {
   const auto dot = text.find('.');
-  try {
-    if (dot == std::string::npos) {
-      throw std::invalid_argument(text);
-    }
-    return {std::stoi(text.substr(0, dot)), std::stoi(text.substr(dot + 1))};
-  } catch (const std::exception&) {
+  if (dot == std::string::npos) {
     throw UsageError(fmt::format("{} takes MAJOR.MINOR, got '{}'", option, text));
   }
+  return {static_cast<int>(parse_integer(text.substr(0, dot), fmt::format("{}'s major version", option), 1, 99)),
+          static_cast<int>(parse_integer(text.substr(dot + 1), fmt::format("{}'s minor version", option), 0, 9))};
+}
+
+// The call the route is asked for, from the options (all checked before any
+// device is looked at).
+ProblemShape problem_from_options(const ParsedArgs& parsed) {
+  const ShapeKey shape = shape_from_options(parsed);
+  ProblemShape problem;
+  problem.layout = shape.layout;
+  problem.state_dtype = shape.state_dtype;
+  problem.state_in = true;
+  problem.state_out = true;
+  problem.heads = integer_option(parsed, "--heads", 64, 1, 65535);
+  problem.num_seqs = integer_option(parsed, "--sequences", 1, 1, 1 << 24);
+  if (parsed.option("--lower-bound")) {
+    problem.lower_bound = real_option(parsed, "--lower-bound", 0.0, -1e9, 1e9);
+  }
+  problem.state_pool = parsed.has("--pool");
+  problem.seq_order = parsed.has("--seq-order");
+  problem.checkpoint_interval = integer_option(parsed, "--checkpoint-every", 0, 1, std::int64_t{1} << 30);
+  if (problem.checkpoint_interval % 16 != 0) {
+    throw UsageError(fmt::format("--checkpoint-every takes a positive multiple of 16, got {}",
+                                 problem.checkpoint_interval));
+  }
+  return problem;
 }
 
 } // namespace
@@ -38,10 +61,16 @@ int route_command(const std::vector<std::string>& args, std::ostream& out, std::
   options.insert({"--cc", "--sms", "--heads", "--sequences", "--schedule", "--nvrtc", "--lower-bound", "--family",
                   "--checkpoint-every"});
   const ParsedArgs parsed = parse_args(args, {"--json", "--pool", "--seq-order"}, options);
+  const ProblemShape problem = problem_from_options(parsed);
   DeviceDescription device;
+  if (const std::optional<std::string> v = parsed.option("--nvrtc")) {
+    std::tie(device.nvrtc_major, device.nvrtc_minor) = parse_version(*v, "--nvrtc");
+  }
   if (const std::optional<std::string> cc = parsed.option("--cc")) {
     std::tie(device.cc_major, device.cc_minor) = parse_version(*cc, "--cc");
-    device.sm_count = std::stoi(parsed.option("--sms").value_or("132"));
+    device.sm_count = static_cast<int>(integer_option(parsed, "--sms", 132, 1, 4096));
+  } else if (parsed.option("--sms")) {
+    throw UsageError("--sms needs --cc (a simulated device); the current GPU's SM count is its own");
   } else if (runtime::driver_status().available) {
     const runtime::DeviceInfo info = runtime::current_device_info();
     device.cc_major = info.cc_major;
@@ -53,32 +82,6 @@ int route_command(const std::vector<std::string>& args, std::ostream& out, std::
   } else {
     err << "kdajit route: no GPU (" << runtime::driver_status().to_string() << "); give --cc X.Y to simulate one\n";
     return k_exit_usage;
-  }
-  if (const std::optional<std::string> v = parsed.option("--nvrtc")) {
-    std::tie(device.nvrtc_major, device.nvrtc_minor) = parse_version(*v, "--nvrtc");
-  }
-  const ShapeKey shape = shape_from_options(parsed);
-  ProblemShape problem;
-  problem.layout = shape.layout;
-  problem.state_dtype = shape.state_dtype;
-  problem.state_in = true;
-  problem.state_out = true;
-  problem.heads = std::stoi(parsed.option("--heads").value_or("64"));
-  problem.num_seqs = std::stoi(parsed.option("--sequences").value_or("1"));
-  if (const std::optional<std::string> lb = parsed.option("--lower-bound")) {
-    problem.lower_bound = std::stod(*lb);
-  }
-  problem.state_pool = parsed.has("--pool");
-  problem.seq_order = parsed.has("--seq-order");
-  if (const std::optional<std::string> every = parsed.option("--checkpoint-every")) {
-    try {
-      problem.checkpoint_interval = std::stoll(*every);
-    } catch (const std::exception&) {
-      throw UsageError(fmt::format("--checkpoint-every takes a number of tokens, got '{}'", *every));
-    }
-    if (problem.checkpoint_interval <= 0 || problem.checkpoint_interval % 16 != 0) {
-      throw UsageError(fmt::format("--checkpoint-every takes a positive multiple of 16, got {}", *every));
-    }
   }
   RouteRequest request;
   request.schedule = parsed.option("--schedule");
@@ -109,7 +112,7 @@ int route_command(const std::vector<std::string>& args, std::ostream& out, std::
                           {"target", d.target.name},
                           {"shape", d.shape.canonical()},
                           {"explanation", d.explanation}}
-                .dump(2)
+                .dump(2, ' ', false, k_replace_invalid_utf8)
         << "\n";
     return k_exit_ok;
   }

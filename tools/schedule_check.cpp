@@ -2,6 +2,7 @@
 #include "compiler/explain.hpp"
 #include "compiler/validated_schedule.hpp"
 #include "tools/args.hpp"
+#include "tools/json_output.hpp"
 #include "tools/cli.hpp"
 #include "tools/exit_codes.hpp"
 #include "tools/schedule_inputs.hpp"
@@ -76,7 +77,7 @@ int schedule_check_command(const std::vector<std::string>& args, std::ostream& o
     check_file(outcome, file, parsed.option("--target"));
   }
   if (parsed.has("--json")) {
-    out << json{{"valid", outcome.all_valid}, {"results", outcome.results}}.dump(2) << "\n";
+    out << json{{"valid", outcome.all_valid}, {"results", outcome.results}}.dump(2, ' ', false, k_replace_invalid_utf8) << "\n";
   } else {
     out << outcome.text;
   }

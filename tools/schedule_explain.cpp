@@ -2,6 +2,7 @@
 #include "compiler/explain.hpp"
 #include "compiler/validated_schedule.hpp"
 #include "tools/args.hpp"
+#include "tools/json_output.hpp"
 #include "tools/cli.hpp"
 #include "tools/exit_codes.hpp"
 #include "tools/schedule_inputs.hpp"
@@ -51,7 +52,7 @@ int schedule_explain_command(const std::vector<std::string>& args, std::ostream&
     }
   }
   if (as_json) {
-    out << nlohmann::json{{"valid", all_valid}, {"results", results}}.dump(2) << "\n";
+    out << nlohmann::json{{"valid", all_valid}, {"results", results}}.dump(2, ' ', false, k_replace_invalid_utf8) << "\n";
   } else {
     out << text;
   }

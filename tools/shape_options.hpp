@@ -21,4 +21,8 @@ std::set<std::string> shape_option_names();
 /// The shape key from parsed options (UsageError for unknown words).
 ShapeKey shape_from_options(const ParsedArgs& args);
 
+/// --state as a precision, `fallback` when it is absent (UsageError for
+/// another word).
+StatePrecision state_option(const ParsedArgs& args, StatePrecision fallback);
+
 } // namespace kda::tools

@@ -15,6 +15,8 @@
 #include "runtime/router.hpp"
 #include "runtime/tuning_table.hpp"
 #include "tools/args.hpp"
+#include "tools/json_output.hpp"
+#include "tools/number_options.hpp"
 #include "tools/bench_runner.hpp"
 #include "tools/cli.hpp"
 #include "tools/exit_codes.hpp"
@@ -44,8 +46,8 @@ ProblemShape problem_of(const BenchWorkload& w, const Workload& wl) {
 
 int tune_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   const ParsedArgs parsed = parse_args(args, {"--dry-run", "--json"}, {"--iters", "--warmup"});
-  const int iters = std::stoi(parsed.option("--iters").value_or("50"));
-  const int warmup = std::stoi(parsed.option("--warmup").value_or("10"));
+  const int iters = static_cast<int>(integer_option(parsed, "--iters", 50, 1, 1'000'000));
+  const int warmup = static_cast<int>(integer_option(parsed, "--warmup", 10, 0, 1'000'000));
   if (!runtime::driver_status().available) {
     err << "kdajit tune: needs a GPU: " << runtime::driver_status().to_string() << "\n";
     return k_exit_no_device;
@@ -118,7 +120,7 @@ int tune_command(const std::vector<std::string>& args, std::ostream& out, std::o
     out << "tuning table written to " << *path << "\n";
   }
   if (parsed.has("--json")) {
-    out << nlohmann::json{{"device", device_key}, {"runs", report}, {"table", table.to_json()}}.dump(2) << "\n";
+    out << nlohmann::json{{"device", device_key}, {"runs", report}, {"table", table.to_json()}}.dump(2, ' ', false, k_replace_invalid_utf8) << "\n";
   }
   return k_exit_ok;
 }

@@ -11,14 +11,18 @@
 #include "runtime/cuda_driver.hpp"
 #include "kdajit/kda.hpp"
 #include "tools/args.hpp"
+#include "tools/json_output.hpp"
+#include "tools/number_options.hpp"
 #include "tools/cli.hpp"
 #include "tools/exit_codes.hpp"
+#include "tools/shape_options.hpp"
 #include "tools/verify_run.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <limits>
 #include <ostream>
 #include <random>
 #include <sstream>
@@ -238,51 +242,52 @@ int verify_command(const std::vector<std::string>& args, std::ostream& out, std:
   const ParsedArgs parsed =
       parse_args(args, {"--json", "--no-overlap"},
                  {"--seqlens", "--fixed", "--heads", "--state", "--seed", "--gate", "--schedule", "--target"});
-  if (!runtime::driver_status().available) {
-    err << "kdajit verify: needs a GPU: " << runtime::driver_status().to_string() << "\n";
-    return k_exit_no_device;
-  }
   VerifySpec spec;
   if (const std::optional<std::string> fixed = parsed.option("--fixed")) {
     const auto comma = fixed->find(',');
     if (comma == std::string::npos) {
       throw UsageError("--fixed takes B,T");
     }
-    spec.batch = std::stoll(fixed->substr(0, comma));
-    spec.tokens = std::stoll(fixed->substr(comma + 1));
+    spec.batch = parse_integer(fixed->substr(0, comma), "--fixed's B", 1, 1 << 16);
+    spec.tokens = parse_integer(fixed->substr(comma + 1), "--fixed's T", 1, 1 << 24);
     spec.seqlens.clear();
   } else {
     spec.seqlens.clear();
     std::stringstream list(parsed.option("--seqlens").value_or("300,17,0,1000,65"));
     for (std::string part; std::getline(list, part, ',');) {
-      spec.seqlens.push_back(std::stoll(part));
+      spec.seqlens.push_back(parse_integer(part, "--seqlens' lengths", 0, 1 << 24));
     }
   }
-  spec.heads = std::stoll(parsed.option("--heads").value_or("4"));
+  spec.heads = integer_option(parsed, "--heads", 4, 1, 1024);
   spec.options.schedule = parsed.option("--schedule");
   spec.options.target = parsed.option("--target");
   if (spec.options.target && !spec.options.schedule) {
     throw UsageError("--target needs --schedule");
   }
   spec.options.prepare_overlap = !parsed.has("--no-overlap");
-  spec.fp32_state = parsed.option("--state").value_or("bf16") == "fp32";
-  spec.seed = std::stoull(parsed.option("--seed").value_or("7"));
+  spec.fp32_state = state_option(parsed, StatePrecision::bf16) == StatePrecision::fp32;
+  spec.seed = static_cast<std::uint64_t>(integer_option(parsed, "--seed", 7, 0, std::numeric_limits<std::int64_t>::max()));
   const std::optional<VerifyGate> gate = parse_gate(parsed.option("--gate").value_or("standard"));
   if (!gate) {
     throw UsageError("--gate takes standard, minus8, plus8 or bias8");
   }
   spec.gate = *gate;
+  if (!runtime::driver_status().available) {
+    err << "kdajit verify: needs a GPU: " << runtime::driver_status().to_string() << "\n";
+    return k_exit_no_device;
+  }
   const VerifyFigures f = run_verification(spec);
-  out << fmt::format("verify {}: worst per-(sequence, head) relative RMS output {:.2e}, state {:.2e} (whole tensor "
-                     "{:.2e} / {:.2e}); {} elements outside 2e-2 + 2e-2|ref|; {} NaN: {}\n",
-                     f.schedule, f.worst_output, f.worst_state, f.whole_output, f.whole_state, f.elementwise_failures,
-                     f.nan, f.pass ? "PASS" : "FAIL");
-  if (parsed.has("--json")) {
+  if (!parsed.has("--json")) {
+    out << fmt::format("verify {}: worst per-(sequence, head) relative RMS output {:.2e}, state {:.2e} (whole tensor "
+                       "{:.2e} / {:.2e}); {} elements outside 2e-2 + 2e-2|ref|; {} NaN: {}\n",
+                       f.schedule, f.worst_output, f.worst_state, f.whole_output, f.whole_state,
+                       f.elementwise_failures, f.nan, f.pass ? "PASS" : "FAIL");
+  } else {
     out << nlohmann::json{{"kernel", f.schedule}, {"worst_output_rel_rms", f.worst_output},
                           {"worst_state_rel_rms", f.worst_state}, {"whole_output_rel_rms", f.whole_output},
                           {"whole_state_rel_rms", f.whole_state}, {"elementwise_failures", f.elementwise_failures},
                           {"nan", f.nan}, {"pass", f.pass}}
-               .dump(2)
+               .dump(2, ' ', false, k_replace_invalid_utf8)
         << "\n";
   }
   return f.pass ? k_exit_ok : k_exit_verification_failed;

@@ -230,3 +230,17 @@ TEST_CASE("the environment variables read are listed for kdajit env", "[cache][c
   CHECK(std::find(names.begin(), names.end(), "KDAJIT_CACHE_DIR") != names.end());
   CHECK(std::find(names.begin(), names.end(), "KDAJIT_LOCK") != names.end());
 }
+
+TEST_CASE("a cache setting that does not parse is warned about once, not ignored silently", "[cache][config]") {
+  ScratchDir s;
+  const EnvMap env = {{"KDAJIT_CACHE_DIR", s / "cache"}, {"KDAJIT_LOCK", "none"}, {"KDAJIT_LOCK_TIMEOUT", "soon"}};
+  const CacheConfig config = resolve_cache_config(env);
+  reset_warnings_for_testing();
+  std::vector<std::string> warnings;
+  const WarningSink sink = [&](const std::string& m) { warnings.push_back(m); };
+  DiskCache first(config, sink);
+  DiskCache second(config, sink);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0] == "ignored KDAJIT_LOCK_TIMEOUT=soon: expected seconds between 0 and 86400");
+  reset_warnings_for_testing();
+}

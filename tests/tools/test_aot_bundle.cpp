@@ -50,7 +50,7 @@ TEST_CASE("aot build writes a bundle and a fatbin per module", "[tools][cli][aot
   CHECK(test::run_kdajit({"aot", "build", "--out", s / "x"}).exit_code == tools::k_exit_usage);
   cache::test::write_text(s / "bad-plan.json", R"({"schedules": "every", "targets": "listed", "shapes": []})");
   CHECK(test::run_kdajit({"aot", "build", "--plan", s / "bad-plan.json", "--out", s / "x"}).exit_code ==
-        tools::k_exit_usage);
+        tools::k_exit_invalid_schedule); // bad content of the plan file
   // the shipped plan names every generated schedule for all its targets
   const nlohmann::json shipped = nlohmann::json::parse(test::read_text(test::source_path("aot/all-shipped.json")));
   CHECK(shipped["schedules"] == "all");

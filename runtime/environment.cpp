@@ -1,0 +1,59 @@
+#include "runtime/environment.hpp"
+
+#include "cache/warnings.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+namespace kda::runtime {
+
+std::optional<bool> parse_switch(std::string_view text) {
+  if (text == "1") {
+    return true;
+  }
+  if (text == "0" || text.empty()) {
+    return false;
+  }
+  return std::nullopt;
+}
+
+std::optional<double> parse_fraction(std::string_view text) {
+  double value = -1.0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || error != std::errc() || stop != end || !(value >= 0.0 && value <= 1.0)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+bool jit_disabled_by_environment() {
+  const char* text = std::getenv("KDAJIT_DISABLE_JIT");
+  if (text == nullptr) {
+    return false;
+  }
+  const std::optional<bool> off = parse_switch(text);
+  if (!off) {
+    cache::warn_once(cache::CacheWarning::bad_disable_jit, cache::stderr_warning_sink(),
+                     fmt::format("ignored KDAJIT_DISABLE_JIT={}: it takes 1 (JIT off) or 0 (on); JIT stays on", text));
+  }
+  return off.value_or(false);
+}
+
+std::optional<double> prepare_lead_from_environment() {
+  const char* text = std::getenv("KDAJIT_PREPARE_LEAD");
+  if (text == nullptr) {
+    return std::nullopt;
+  }
+  const std::optional<double> fraction = parse_fraction(text);
+  if (!fraction) {
+    cache::warn_once(cache::CacheWarning::bad_prepare_lead, cache::stderr_warning_sink(),
+                     fmt::format("ignored KDAJIT_PREPARE_LEAD={}: it takes a fraction from 0 to 1", text));
+  }
+  return fraction;
+}
+
+} // namespace kda::runtime

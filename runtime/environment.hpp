@@ -1,0 +1,26 @@
+/// \file
+/// The runtime's own KDAJIT_* settings, read once per process. A value that
+/// does not parse is ignored with one warning on stderr naming the variable,
+/// its value and what it takes (never ignored silently, never guessed at).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kda::runtime {
+
+/// A 0/1 switch: "1" true, "0" or "" false, anything else nullopt.
+std::optional<bool> parse_switch(std::string_view text);
+
+/// A fraction in [0, 1] written as a whole decimal number, or nullopt.
+std::optional<double> parse_fraction(std::string_view text);
+
+/// KDAJIT_DISABLE_JIT=1 turns JIT compilation off.
+bool jit_disabled_by_environment();
+
+/// KDAJIT_PREPARE_LEAD=F (a measurement aid: the overlap's lead as F x the
+/// chunks per sequence), nullopt when unset.
+std::optional<double> prepare_lead_from_environment();
+
+} // namespace kda::runtime

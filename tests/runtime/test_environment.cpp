@@ -1,0 +1,49 @@
+// The runtime's KDAJIT_* settings: what parses, and that a value that does
+// not is ignored with a warning naming it (never silently, never guessed at).
+#include "runtime/environment.hpp"
+
+#include "cache/warnings.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+
+using namespace kda;
+
+TEST_CASE("KDAJIT_DISABLE_JIT takes 0 or 1, KDAJIT_PREPARE_LEAD a fraction", "[runtime][environment]") {
+  CHECK(runtime::parse_switch("1") == true);
+  CHECK(runtime::parse_switch("0") == false);
+  CHECK(runtime::parse_switch("") == false);
+  for (const char* bad : {"yes", "true", "01", " 1", "2"}) {
+    INFO(bad);
+    CHECK_FALSE(runtime::parse_switch(bad).has_value());
+  }
+  CHECK(runtime::parse_fraction("0.25") == 0.25);
+  CHECK(runtime::parse_fraction("0") == 0.0);
+  CHECK(runtime::parse_fraction("1") == 1.0);
+  for (const char* bad : {"", "abc", "0.5x", "1.5", "-0.1", "nan", "inf", "1e999"}) {
+    INFO(bad);
+    CHECK_FALSE(runtime::parse_fraction(bad).has_value());
+  }
+}
+
+TEST_CASE("a malformed KDAJIT_DISABLE_JIT or KDAJIT_PREPARE_LEAD leaves the default", "[runtime][environment]") {
+  cache::reset_warnings_for_testing();
+  ::setenv("KDAJIT_DISABLE_JIT", "yes", 1);
+  ::setenv("KDAJIT_PREPARE_LEAD", "half", 1);
+  CHECK_FALSE(runtime::jit_disabled_by_environment());
+  CHECK_FALSE(runtime::prepare_lead_from_environment().has_value());
+  // each was warned about (on stderr): a second warning of its kind is not emitted
+  const cache::WarningSink ignore = [](const std::string&) {};
+  CHECK_FALSE(cache::warn_once(cache::CacheWarning::bad_disable_jit, ignore, "again"));
+  CHECK_FALSE(cache::warn_once(cache::CacheWarning::bad_prepare_lead, ignore, "again"));
+  ::setenv("KDAJIT_DISABLE_JIT", "1", 1);
+  ::setenv("KDAJIT_PREPARE_LEAD", "0.5", 1);
+  CHECK(runtime::jit_disabled_by_environment());
+  CHECK(runtime::prepare_lead_from_environment() == 0.5);
+  ::unsetenv("KDAJIT_DISABLE_JIT");
+  ::unsetenv("KDAJIT_PREPARE_LEAD");
+  CHECK_FALSE(runtime::jit_disabled_by_environment());
+  CHECK_FALSE(runtime::prepare_lead_from_environment().has_value());
+  cache::reset_warnings_for_testing();
+}
