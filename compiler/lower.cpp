@@ -22,6 +22,7 @@ KernelPlan lower(const ValidatedSchedule& v, const ShapeKey& shape) {
   plan.tiles = resolve_tiles(v, shape);
   plan.entries = plan_entries(v, recipe, shape);
   plan_pipeline(v, plan.entries);
+  check_buffer_needs(v, recipe);
   place_smem(v, recipe, plan.entries);
   plan_warp_roles(v, recipe, plan.entries);
   plan_launch(v, recipe, plan.entries);

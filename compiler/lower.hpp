@@ -12,4 +12,10 @@ namespace kda {
 /// generator or its SMEM plan does not match the family's fragments.
 KernelPlan lower(const ValidatedSchedule& schedule, const ShapeKey& shape);
 
+/// The schedule's SMEM buffers against what its family's fragments address:
+/// each buffer's dtype, and a shape at least the fragment's (ScheduleError
+/// with each buffer's JSON path). Nothing for a family without a generator.
+/// lower() makes the same check; `schedule check` calls this.
+void check_against_family(const ValidatedSchedule& schedule);
+
 } // namespace kda

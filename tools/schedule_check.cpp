@@ -1,5 +1,6 @@
 // kdajit schedule check FILE... [--target T] [--json]
 #include "compiler/explain.hpp"
+#include "compiler/lower.hpp"
 #include "compiler/validated_schedule.hpp"
 #include "tools/args.hpp"
 #include "tools/json_output.hpp"
@@ -47,6 +48,7 @@ void check_file(CheckOutcome& o, const std::string& file, const std::optional<st
   for (const Target& target : targets) {
     try {
       const ValidatedSchedule v = validate(schedule, target);
+      check_against_family(v);
       json r = {{"file", file}, {"schedule", schedule.name}, {"target", target.name}, {"valid", true}};
       json smem = json::array();
       for (const ValidatedKernel& k : v.kernels()) {

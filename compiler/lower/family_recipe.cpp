@@ -11,6 +11,73 @@ namespace kda {
 
 namespace {
 
+constexpr ExtentNeed k_m_tile{0, 1, 0}; // the schedule's M tile
+constexpr ExtentNeed k_stages{0, 0, 1}; // the kernel's pipeline stages
+
+// The fused tcgen05 kernel's buffers at chunk C: C-row tiles of 128 columns,
+// [C x C] blocks, the output and the solve's operands per M tile, a barrier
+// per ring slot for the ring's four barriers.
+std::vector<BufferNeed> tcgen05_fused_buffers(std::int64_t c) {
+  std::vector<BufferNeed> b;
+  for (const char* tile : {"q_raw", "ki", "v", "k_raw", "kd_anchored", "kd", "g_raw", "qd_anchored", "qd", "qd_lo",
+                           "ki_lo"}) {
+    b.push_back({tile, DType::bf16, {{c}, {128}}});
+  }
+  b.push_back({"kr_t", DType::bf16, {{128}, {c}}});
+  for (const char* block : {"mqk", "lmat", "tinv"}) {
+    b.push_back({block, DType::bf16, {{c}, {c}}});
+  }
+  b.push_back({"g_total", DType::fp32, {{128}}});
+  b.push_back({"row_rnorm", DType::fp32, {{2}, {c}}});
+  b.push_back({"beta", DType::fp32, {{c}}});
+  b.push_back({"inverse_scratch", DType::fp32, {{c}, {c}}});
+  b.push_back({"out", DType::bf16, {{2}, {c}, k_m_tile}});
+  b.push_back({"delta_t", DType::bf16, {{2}, k_m_tile, {c}}});
+  b.push_back({"u_t", DType::bf16, {{2}, k_m_tile, {c}}});
+  for (const char* ring : {"slot_ready", "slot_free", "tile_loaded", "v_loaded"}) {
+    b.push_back({ring, DType::u64, {k_stages}});
+  }
+  for (const char* barrier : {"snapshot_ready", "projected", "delta_ready", "solved", "u_ready", "updated",
+                              "o_drained"}) {
+    b.push_back({barrier, DType::u64, {{1}}});
+  }
+  b.push_back({"tmem_base", DType::u32, {{1}}});
+  return b;
+}
+
+// The chunk-16 prepare kernel's buffers (common/prepare_chunk), rows padded
+// to a pitch of 136, plus a family's own.
+std::vector<BufferNeed> prepare_c16_buffers(std::vector<BufferNeed> more) {
+  std::vector<BufferNeed> b;
+  for (const char* tile : {"q_raw", "k_raw", "g_raw", "kd", "qd", "ki", "kd_lo", "qd_lo", "ki_lo"}) {
+    b.push_back({tile, DType::bf16, {{16}, {136}}});
+  }
+  b.push_back({"lmat", DType::fp32, {{16}, {16}}});
+  b.push_back({"rnorm", DType::fp32, {{2}, {16}}});
+  b.push_back({"beta", DType::fp32, {{16}}});
+  b.insert(b.end(), more.begin(), more.end());
+  return b;
+}
+
+// The wgmma recurrence (chunk 16 or 32): the record ring, V and the output
+// tiles; it waits for the prepare kernel, so it may be launched early. The
+// record's size is the workspace record's (check_record_image).
+KernelRecipe wgmma_recurrence(std::int64_t c) {
+  return {KernelRole::recurrence,
+          "wgmma/recurrence",
+          "kda::frag::recurrence",
+          {{"record", DType::bf16, {}},
+           {"v", DType::bf16, {{c}, {136}}},
+           {"out", DType::bf16, {{2}, {c}, {136}}},
+           {"full", DType::u64, {k_stages}},
+           {"empty", DType::u64, {k_stages}},
+           {"out_full", DType::u64, {{2}}},
+           {"out_empty", DType::u64, {{2}}}},
+          {"mma", "producer"},
+          0,
+          true};
+}
+
 // The fused tcgen05 kernel at chunk C (tcgen05/fused_*): the MMA shapes, the
 // two operand layouts and the TMEM map follow from C.
 FamilyRecipe tcgen05_fused_recipe(const std::string& name, int c, std::vector<int> m_tiles) {
@@ -24,10 +91,7 @@ FamilyRecipe tcgen05_fused_recipe(const std::string& name, int c, std::vector<in
   r.kernels = {{KernelRole::fused,
                 "tcgen05/fused_kernel",
                 "kda::frag::fused_prefill",
-                {"q_raw", "ki", "v", "k_raw", "kd_anchored", "kd", "g_raw", "qd_anchored", "qd", "qd_lo", "ki_lo", "kr_t",
-                 "mqk", "lmat", "tinv", "g_total", "row_rnorm", "beta", "inverse_scratch", "out", "delta_t", "u_t",
-                 "slot_ready", "slot_free", "tile_loaded", "v_loaded", "snapshot_ready", "projected", "delta_ready",
-                 "solved", "u_ready", "updated", "o_drained", "tmem_base"},
+                tcgen05_fused_buffers(c),
                 {"state", "epilogue", "load", "mma", "producer"}}};
   r.chunk_offsets = {KernelRole::sequence_table, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256};
   r.inverse_block = 8; // 8 x 8 diagonal blocks, merged by doubling up to C
@@ -49,17 +113,6 @@ FamilyRecipe tcgen05_fused_recipe(const std::string& name, int c, std::vector<in
 } // namespace
 
 const std::vector<FamilyRecipe>& all_family_recipes() {
-  static const std::vector<std::string> k_prepare_buffers = {
-      "q_raw", "k_raw", "g_raw", "kd", "qd", "ki", "kd_lo", "qd_lo", "ki_lo", "lmat", "rnorm", "beta"};
-  // The wgmma recurrence (chunk 16 or 32): the record ring, V and the output
-  // tiles; it waits for the prepare kernel, so it may be launched early.
-  static const KernelRecipe k_wgmma_recurrence = {KernelRole::recurrence,
-                                                  "wgmma/recurrence",
-                                                  "kda::frag::recurrence",
-                                                  {"record", "v", "out", "full", "empty", "out_full", "out_empty"},
-                                                  {"mma", "producer"},
-                                                  0,
-                                                  true};
   static const std::vector<FamilyRecipe> k_recipes = {
       {
           "warp_mma_decomposed_c16",
@@ -68,14 +121,19 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           16,
           {"common/prologue", "common/sequences", "warp_mma/record_rows", "common/recurrence_io", "common/prepare_ops"},
           {{KernelRole::prepare, "common/prepare_chunk", "kda::frag::prepare_chunk",
-            [] {
-              std::vector<std::string> b = k_prepare_buffers;
-              b.push_back("kr"); // the row-layout record copies Kr from an SMEM tile
-              return b;
-            }(),
+            // the row-layout record copies Kr from an SMEM tile
+            prepare_c16_buffers({{"kr", DType::bf16, {{16}, {136}}}}),
             {"prepare"}},
            {KernelRole::recurrence, "warp_mma/recurrence", "kda::frag::recurrence",
-            {"kd", "qd", "kr", "v", "tinv", "mqk", "beta", "gamma", "out"},
+            {{"kd", DType::bf16, {{16}, {136}}},
+             {"qd", DType::bf16, {{16}, {136}}},
+             {"kr", DType::bf16, {{16}, {136}}},
+             {"v", DType::bf16, {{16}, {136}}},
+             {"tinv", DType::bf16, {{16}, {24}}},
+             {"mqk", DType::bf16, {{16}, {24}}},
+             {"beta", DType::fp32, {{16}}},
+             {"gamma", DType::fp32, {{128}}},
+             {"out", DType::bf16, {{2}, {16}, {136}}}},
             {"mma"}}},
           {KernelRole::sequence_table, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256},
           {{"KD", 0, 16 * 128 * 2},
@@ -108,14 +166,10 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           {"common/prologue", "common/sequences", "wgmma/record_core_matrices", "common/recurrence_io",
            "common/async_copy", "wgmma/async", "common/ready_flags", "common/prepare_ops", "wgmma/fold_c16"},
           {{KernelRole::prepare, "common/prepare_chunk", "kda::frag::prepare_chunk",
-            [] {
-              std::vector<std::string> b = k_prepare_buffers;
-              b.push_back("krt"); // the fold's operands
-              b.push_back("tt");
-              return b;
-            }(),
+            // the fold's operands
+            prepare_c16_buffers({{"krt", DType::bf16, {{128}, {16}}}, {"tt", DType::bf16, {{16}, {16}}}}),
             {"prepare"}},
-           k_wgmma_recurrence},
+           wgmma_recurrence(16)},
           {KernelRole::sequence_table, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256},
           {{"KQ", 0, 32 * 128 * 2, 4 * 128, 128},
            {"UPD", 0, 144 * 16 * 2, 18 * 128, 128},
@@ -143,10 +197,24 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           {"common/prologue", "common/sequences", "wgmma/record_core_matrices", "common/recurrence_io",
            "common/async_copy", "wgmma/async", "common/ready_flags", "common/prepare_ops"},
           {{KernelRole::prepare, "wgmma/prepare_chunk32", "kda::frag::prepare_chunk32",
-            {"q_raw", "k_raw", "g_raw", "rnorm", "beta", "gsum", "qkdot", "chunk_info", "ki", "kda", "qda", "lmat", "mqk",
-             "kr", "tmat", "tt"},
+            {{"q_raw", DType::bf16, {{32}, {128}}},
+             {"k_raw", DType::bf16, {{32}, {128}}},
+             {"g_raw", DType::bf16, {{32}, {128}}},
+             {"rnorm", DType::fp32, {{2}, {32}}},
+             {"beta", DType::fp32, {{32}}},
+             {"gsum", DType::fp32, {{4}, {128}}},
+             {"qkdot", DType::fp32, {{32}}},
+             {"chunk_info", DType::i64, {{8}}},
+             {"ki", DType::bf16, {{32}, {128}}},
+             {"kda", DType::bf16, {{32}, {128}}},
+             {"qda", DType::bf16, {{32}, {128}}},
+             {"lmat", DType::fp32, {{32}, {36}}},
+             {"mqk", DType::bf16, {{32}, {40}}},
+             {"kr", DType::bf16, {{32}, {128}}},
+             {"tmat", DType::fp32, {{32}, {36}}},
+             {"tt", DType::bf16, {{32}, {40}}}},
             {"prepare"}},
-           k_wgmma_recurrence},
+           wgmma_recurrence(32)},
           {KernelRole::sequence_table, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256},
           {{"KQ", 0, 64 * 128 * 2, 8 * 128, 128},
            {"UPD", 0, 160 * 32 * 2, 20 * 128, 128},

@@ -8,16 +8,35 @@
 #include "compiler/kernel_plan.hpp"
 #include "compiler/schedule.hpp"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace kda {
 
+/// One dimension of the least shape a fragment addresses: a constant plus
+/// multiples of the schedule's M tile and of its kernel's pipeline stages.
+struct ExtentNeed {
+  std::int64_t constant = 0;
+  std::int64_t per_m_tile = 0;
+  std::int64_t per_stage = 0;
+};
+
+/// An SMEM buffer a fragment addresses: the element type it reads and writes
+/// and the least shape it reaches into (a schedule may declare more, e.g. a
+/// wider row pitch, never less; check_buffer_needs). No shape: its size is
+/// checked by a pass of its own (the record image, check_record_image).
+struct BufferNeed {
+  std::string name;
+  DType dtype = DType::bf16;
+  std::vector<ExtentNeed> min_shape;
+};
+
 struct KernelRecipe {
   KernelRole role = KernelRole::fused;
   std::string fragment;
   std::string call;
-  std::vector<std::string> buffers; ///< exactly the SMEM buffers the fragment uses
+  std::vector<BufferNeed> buffers; ///< exactly the SMEM buffers the fragment uses
   std::vector<std::string> roles;   ///< exactly the warp roles the fragment assigns work to
   int threads = 0;                  ///< only for an entry no schedule kernel declares (chunk offsets)
   /// The fragment calls wait_prior_grid() before it reads what the kernel

@@ -32,6 +32,10 @@ void plan_pipeline(const ValidatedSchedule& schedule, std::vector<EntryPlan>& en
 /// fragment needs exists, and every buffer of the plan is used by it.
 void place_smem(const ValidatedSchedule& schedule, const FamilyRecipe& recipe, std::vector<EntryPlan>& entries);
 
+/// Each declared buffer a fragment uses has the dtype it reads and writes and
+/// at least the shape it reaches into (the recipe's BufferNeed).
+void check_buffer_needs(const ValidatedSchedule& schedule, const FamilyRecipe& recipe);
+
 /// Warp roles of each entry (first warp and count, in schedule order); the
 /// roles must be exactly the ones the fragment assigns work to.
 void plan_warp_roles(const ValidatedSchedule& schedule, const FamilyRecipe& recipe, std::vector<EntryPlan>& entries);

@@ -30,6 +30,18 @@ const char* device_element_type(DType dtype) {
   return "::kda::u8";
 }
 
+bool needs(const KernelRecipe& kr, const std::string& name) {
+  return std::any_of(kr.buffers.begin(), kr.buffers.end(), [&](const BufferNeed& b) { return b.name == name; });
+}
+
+std::string need_names(const KernelRecipe& kr) {
+  std::string out;
+  for (const BufferNeed& b : kr.buffers) {
+    out += (out.empty() ? "" : ", ") + b.name;
+  }
+  return out;
+}
+
 } // namespace
 
 void place_smem(const ValidatedSchedule& v, const FamilyRecipe& recipe, std::vector<EntryPlan>& entries) {
@@ -43,18 +55,18 @@ void place_smem(const ValidatedSchedule& v, const FamilyRecipe& recipe, std::vec
     const SmemLayout& layout = vk->smem;
     // Offsets are from the dynamic SMEM base, which the fragments declare with
     // the plan's base alignment.
-    for (const std::string& needed : kr->buffers) {
-      if (layout.find(needed) == nullptr) {
+    for (const BufferNeed& needed : kr->buffers) {
+      if (layout.find(needed.name) == nullptr) {
         problems.push_back({vk->decl.json_path + "/smem/buffers",
                             fmt::format("fragment {} needs a buffer '{}' that kernel '{}' does not declare",
-                                        kr->fragment, needed, vk->decl.name)});
+                                        kr->fragment, needed.name, vk->decl.name)});
       }
     }
     for (std::size_t i = 0; i < layout.buffers.size(); ++i) {
       const PlacedBuffer& b = layout.buffers[i];
-      if (std::find(kr->buffers.begin(), kr->buffers.end(), b.name) == kr->buffers.end()) {
+      if (!needs(*kr, b.name)) {
         problems.push_back({b.json_path, fmt::format("buffer '{}' is not used by fragment {} (it uses: {})", b.name,
-                                                     kr->fragment, fmt::join(kr->buffers, ", "))});
+                                                     kr->fragment, need_names(*kr))});
         continue;
       }
       const BufferDecl& decl = vk->decl.smem.buffers[i];

@@ -1,6 +1,7 @@
 // Each tests/schedules/bad/<case>.json must fail, and every line of
 // <case>.expected must appear in one of its diagnostics ("path: message").
 #include "compiler/errors.hpp"
+#include "compiler/lower.hpp"
 #include "compiler/validated_schedule.hpp"
 #include "test_support.hpp"
 
@@ -20,7 +21,7 @@ std::vector<std::string> problems_of(const std::string& path) {
     for (const std::string& name : s.targets) {
       if (const std::optional<Target> t = find_target(name)) {
         try {
-          validate(s, *t);
+          check_against_family(validate(s, *t)); // as `schedule check` does
         } catch (const ScheduleError& e) {
           for (const Diagnostic& d : e.diagnostics()) {
             out.push_back(d.to_string());
