@@ -61,6 +61,7 @@ Bytes encode_bundle(const BundleIdentity& identity, const std::vector<BundleInpu
                                            {"abi_version", identity.abi_version},
                                            {"layout_version", identity.layout_version},
                                            {"nvrtc_version", identity.nvrtc_version},
+                                           {"nvrtc_build", identity.nvrtc_build},
                                            {"entries", entries}}
                                 .dump();
   Bytes out(k_bundle_magic, k_bundle_magic + 8);
@@ -102,9 +103,10 @@ Bundle Bundle::decode(Bytes bytes, const std::string& source) {
   }
   try {
     b.m_identity = {index.at("generator_id").get<std::string>(), index.at("abi_version").get<std::string>(),
-                    index.at("layout_version").get<std::string>(), index.at("nvrtc_version").get<std::string>()};
+                    index.at("layout_version").get<std::string>(), index.at("nvrtc_version").get<std::string>(),
+                    index.at("nvrtc_build").get<std::string>()};
   } catch (const nlohmann::json::exception&) {
-    refuse(source, "the index lacks generator_id, abi_version, layout_version or nvrtc_version");
+    refuse(source, "the index lacks generator_id, abi_version, layout_version, nvrtc_version or nvrtc_build");
   }
   b.m_payload = align_up(16 + index_size);
   const std::uint64_t payload_size = bytes.size() > b.m_payload ? bytes.size() - b.m_payload : 0;

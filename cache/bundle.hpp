@@ -17,7 +17,7 @@
 ///   index := {
 ///     "format_version": 1,                       must equal k_bundle_format_version
 ///     "generator_id": str, "abi_version": str,   what built every entry
-///     "layout_version": str, "nvrtc_version": str,
+///     "layout_version": str, "nvrtc_version": str, "nvrtc_build": str,
 ///     "entries": [ {
 ///       "offset": int,                           the cubin: payload bytes [offset, offset + cubin_size)
 ///       "manifest": { ... }                      the entry's manifest (manifest.hpp): key, key fields,
@@ -45,7 +45,7 @@
 
 namespace kda::cache {
 
-inline constexpr int k_bundle_format_version = 1;
+inline constexpr int k_bundle_format_version = 2;
 inline constexpr char k_bundle_magic[9] = "KDAJITB1";
 
 struct BundleEntry {
@@ -58,6 +58,7 @@ struct BundleIdentity {
   std::string abi_version;
   std::string layout_version;
   std::string nvrtc_version;
+  std::string nvrtc_build;
 };
 
 /// What `write_bundle` takes: one cubin per entry (key fields, entry points,

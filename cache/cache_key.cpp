@@ -35,6 +35,8 @@ std::string encode_cache_key_fields(const CacheKeyFields& fields) {
   append_record(out, "shape_key", fields.shape_key);
   append_record(out, "target", fields.target);
   append_record(out, "nvrtc_version", fields.nvrtc_version);
+  append_record(out, "nvrtc_build", fields.nvrtc_build);
+  append_record(out, "source_sha256", fields.source_sha256);
   append_bytes(out, "options");
   append_u64(out, fields.options.size());
   for (const std::string& option : fields.options) {

@@ -19,6 +19,8 @@
 ///               record("shape_key", shape_key)
 ///               record("target", target)
 ///               record("nvrtc_version", nvrtc_version)
+///               record("nvrtc_build", nvrtc_build)
+///               record("source_sha256", source_sha256)
 ///               u64(len("options")) "options" u64(count) { u64(len(o)) o }*
 ///   record(name, value) := u64(len(name)) name u64(len(value)) value
 ///
@@ -34,7 +36,7 @@
 
 namespace kda::cache {
 
-inline constexpr int k_key_encoding_version = 1;
+inline constexpr int k_key_encoding_version = 2;
 
 struct CacheKeyFields {
   std::string layout_version; ///< cache layout version
@@ -43,7 +45,14 @@ struct CacheKeyFields {
   std::string schedule_id;    ///< canonical_json_hash of the schedule
   std::string shape_key;      ///< compile-time specialization only (head dim, dtypes, layout, features)
   std::string target;         ///< literal arch string, e.g. "sm_100f"
-  std::string nvrtc_version;  ///< NVRTC version with build number (+ nvJitLink when linked)
+  std::string nvrtc_version;  ///< NVRTC major.minor (which drivers load its cubins)
+  /// The NVRTC library's build: its file's resolved name (libnvrtc.so.13.0.88)
+  /// and size, so that a patch release never serves another's cubins.
+  std::string nvrtc_build;
+  /// SHA-256 of the emitted CUDA source: every change to lowering or
+  /// emission that changes the code changes the key, whatever the version
+  /// numbers say. Empty in the manifests of older kdajit builds.
+  std::string source_sha256;
   std::vector<std::string> options; ///< normalized compile options, in order
 
   bool operator==(const CacheKeyFields&) const = default;

@@ -26,6 +26,7 @@ constexpr Field k_identity_fields[] = {
     {"argument ABI", &CacheKeyFields::abi_version, &CurrentIdentity::abi_version},
     {"cache layout", &CacheKeyFields::layout_version, &CurrentIdentity::layout_version},
     {"NVRTC", &CacheKeyFields::nvrtc_version, &CurrentIdentity::nvrtc_version},
+    {"NVRTC build", &CacheKeyFields::nvrtc_build, &CurrentIdentity::nvrtc_build},
 };
 
 std::string days_text(std::int64_t seconds) {

@@ -35,6 +35,7 @@ struct CurrentIdentity {
   std::string abi_version;
   std::string generator_id;
   std::string nvrtc_version;
+  std::string nvrtc_build;
 };
 
 struct EvictionPolicy {

@@ -80,6 +80,9 @@ CacheKeyFields read_key_fields(const json& object, const std::string& path) {
   f.shape_key = read_string(object, path, "shape_key");
   f.target = read_string(object, path, "target");
   f.nvrtc_version = read_string(object, path, "nvrtc_version");
+  // absent in the manifests of kdajit builds before them (such entries are stale)
+  f.nvrtc_build = object.contains("nvrtc_build") ? read_string(object, path, "nvrtc_build") : "";
+  f.source_sha256 = object.contains("source_sha256") ? read_string(object, path, "source_sha256") : "";
   const json& options = read_array(object, path, "options");
   for (std::size_t i = 0; i < options.size(); ++i) {
     if (!options[i].is_string()) {
@@ -171,6 +174,8 @@ json to_json(const Manifest& m) {
                 {"shape_key", m.key_fields.shape_key},
                 {"target", m.key_fields.target},
                 {"nvrtc_version", m.key_fields.nvrtc_version},
+                {"nvrtc_build", m.key_fields.nvrtc_build},
+                {"source_sha256", m.key_fields.source_sha256},
                 {"options", options}}},
               {"source_sha256", m.source_sha256},
               {"cubin_sha256", m.cubin_sha256},

@@ -23,8 +23,8 @@ const std::string& generator_id() {
 }
 
 cache::CacheKeyFields kernel_key_fields(const Schedule& schedule, const Target& target, const ShapeKey& shape,
-                                        const std::string& nvrtc_version, const std::vector<std::string>& options,
-                                        int abi_version) {
+                                        const NvrtcIdentity& nvrtc, const std::vector<std::string>& options,
+                                        int abi_version, const std::string& source_sha256) {
   cache::CacheKeyFields f;
   f.layout_version = std::string(k_cache_layout_version);
   f.abi_version = std::to_string(abi_version);
@@ -32,9 +32,17 @@ cache::CacheKeyFields kernel_key_fields(const Schedule& schedule, const Target& 
   f.schedule_id = cache::canonical_json_hash(schedule.document);
   f.shape_key = shape.canonical();
   f.target = target.name;
-  f.nvrtc_version = nvrtc_version;
+  f.nvrtc_version = nvrtc.version;
+  f.nvrtc_build = nvrtc.build;
+  f.source_sha256 = source_sha256;
   f.options = options;
   return f;
+}
+
+std::string emitted_source_sha256(const std::string& source_text) {
+  cache::Sha256 hash;
+  hash.update(source_text);
+  return hash.finish_hex();
 }
 
 } // namespace kda

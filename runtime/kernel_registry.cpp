@@ -42,8 +42,8 @@ nlohmann::json launch_json(const KernelPlan& plan) {
   return {{"schedule", plan.schedule_name}, {"entries", entries}, {"workspace_record_bytes", plan.workspace.record_bytes}};
 }
 
-cache::BuiltEntry build_kernel(const KernelPlan& plan, const std::vector<std::string>& options) {
-  const CudaSource source = emit_cuda(plan);
+cache::BuiltEntry build_kernel(const KernelPlan& plan, const CudaSource& source,
+                               const std::vector<std::string>& options) {
   runtime::CompileRequest request;
   request.source = source.text;
   request.label = source.file_name;
@@ -202,6 +202,7 @@ std::shared_ptr<const cache::CacheEntry> KernelRegistry::from_bundles(cache::Cac
     // A bundle's cubins are valid whatever NVRTC this process has (or none):
     // its entries are looked up with the NVRTC version that built them.
     fields.nvrtc_version = b->identity().nvrtc_version;
+    fields.nvrtc_build = b->identity().nvrtc_build;
     if (const cache::BundleEntry* e = b->find(cache::make_cache_key(fields).hex())) {
       auto entry = std::make_shared<cache::CacheEntry>();
       entry->manifest = e->manifest;
@@ -226,8 +227,15 @@ const std::string& KernelRegistry::nvrtc_version() {
   if (m_nvrtc_version.empty()) {
     const runtime::NvrtcVersion v = runtime::NvrtcCompiler().version();
     m_nvrtc_version = fmt::format("{}.{}", v.major, v.minor);
+    m_nvrtc_build = runtime::NvrtcLibrary::get().build();
   }
   return m_nvrtc_version;
+}
+
+NvrtcIdentity KernelRegistry::nvrtc_identity() {
+  const std::string version = nvrtc_version();
+  std::lock_guard lock(m_mutex);
+  return {version, m_nvrtc_build};
 }
 
 cache::CurrentIdentity KernelRegistry::current_identity() {
@@ -236,7 +244,9 @@ cache::CurrentIdentity KernelRegistry::current_identity() {
   id.abi_version = std::to_string(ArgAbi{}.version);
   id.generator_id = generator_id();
   try {
-    id.nvrtc_version = nvrtc_version();
+    const NvrtcIdentity nvrtc = nvrtc_identity();
+    id.nvrtc_version = nvrtc.version;
+    id.nvrtc_build = nvrtc.build;
   } catch (const ToolchainError&) {
     // no NVRTC here: entries are not judged by their NVRTC version
   }
@@ -255,8 +265,11 @@ std::shared_ptr<const PreparedKernel> KernelRegistry::prepare(const Schedule& sc
   }
   KernelPlan plan = lower(validate(schedule, target), shape);
   const std::vector<std::string> options = runtime::default_compile_options(target);
+  // the key covers the emitted source itself (a few ms on a first call)
+  const CudaSource source = emit_cuda(plan);
+  const std::string source_sha256 = emitted_source_sha256(source.text);
   cache::CacheEntryPtr entry =
-      from_bundles(kernel_key_fields(schedule, target, shape, std::string(), options, plan.abi.version));
+      from_bundles(kernel_key_fields(schedule, target, shape, {}, options, plan.abi.version, source_sha256));
   if (entry) {
     auto prepared = std::make_shared<const PreparedKernel>(
         PreparedKernel{std::move(plan), cache::make_cache_key(entry->manifest.key_fields), std::move(entry)});
@@ -264,8 +277,8 @@ std::shared_ptr<const PreparedKernel> KernelRegistry::prepare(const Schedule& sc
     return m_prepared.emplace(PreparedSlot{schedule.name, &schedule, target.name, shape}, prepared).first->second;
   }
   // the disk cache and NVRTC: keyed by this process's NVRTC (ToolchainError without one)
-  const cache::CacheKey key =
-      cache::make_cache_key(kernel_key_fields(schedule, target, shape, nvrtc_version(), options, plan.abi.version));
+  const cache::CacheKey key = cache::make_cache_key(
+      kernel_key_fields(schedule, target, shape, nvrtc_identity(), options, plan.abi.version, source_sha256));
   bool jit = true;
   {
     std::lock_guard lock(m_mutex);
@@ -287,7 +300,7 @@ std::shared_ptr<const PreparedKernel> KernelRegistry::prepare(const Schedule& sc
     bool built = false;
     entry = m_cache->get_or_build(key, [&] {
       built = true;
-      return build_kernel(plan, options);
+      return build_kernel(plan, source, options);
     });
     if (built) {
       collect_once();

@@ -11,6 +11,7 @@
 
 #include "cache/bundle.hpp"
 #include "cache/disk_cache.hpp"
+#include "runtime/generator_identity.hpp"
 #include "cache/eviction.hpp"
 #include "compiler/kernel_plan.hpp"
 #include "compiler/schedule.hpp"
@@ -70,6 +71,8 @@ public:
 
   /// NVRTC version string used in keys ("13.0"); loads NVRTC.
   const std::string& nvrtc_version();
+  /// The NVRTC version and library build used in keys; loads NVRTC.
+  NvrtcIdentity nvrtc_identity();
   /// What a current entry's key fields say (gc's orphans are the others);
   /// the NVRTC field is empty when NVRTC cannot be loaded here.
   cache::CurrentIdentity current_identity();
@@ -124,6 +127,7 @@ private:
   std::map<PreparedSlot, std::shared_ptr<const PreparedKernel>, SlotLess> m_prepared;
   std::map<ModuleSlot, std::unique_ptr<runtime::LoadedModule>, SlotLess> m_modules;
   std::string m_nvrtc_version;
+  std::string m_nvrtc_build;
   std::vector<std::shared_ptr<const cache::Bundle>> m_bundles;
   bool m_jit_enabled = true;
   std::size_t m_bundle_hits = 0;

@@ -1,6 +1,7 @@
 #include "runtime/nvrtc_compiler.hpp"
 
 #include "runtime/cubin_symbols.hpp"
+#include "runtime/entry_resources.hpp"
 
 #include <set>
 
@@ -166,7 +167,6 @@ CompiledModule NvrtcCompiler::compile(const CompileRequest& request) const {
     out.ptx = std::move(ptx);
   }
 
-  out.resources = parse_ptxas_resource_log(out.log);
   // Which kernels exist is read from the cubin's symbol table, not the log.
   const std::set<std::string> functions = cubin_function_names(out.cubin);
   std::vector<std::string> missing;
@@ -180,6 +180,20 @@ CompiledModule NvrtcCompiler::compile(const CompileRequest& request) const {
     fail(request, out.options, out.log,
          fmt::format("entry point{} {} not in the cubin (its functions: {}; entries must be extern \"C\" __global__)",
                      missing.size() == 1 ? "" : "s", joined(missing), joined(compiled_entries)));
+  }
+  // Registers, stack frame and static SMEM from the cubin, spills from the log.
+  const std::map<std::string, ResourceUsage> logged = parse_ptxas_resource_log(out.log);
+  const std::map<std::string, CubinResources> recorded = cubin_resources(out.cubin);
+  for (const std::string& entry : request.entry_points) {
+    const auto in_cubin = recorded.find(entry);
+    const auto in_log = logged.find(entry);
+    const std::variant<ResourceUsage, std::string> usage =
+        entry_resources(entry, in_cubin != recorded.end() ? &in_cubin->second : nullptr,
+                        in_log != logged.end() ? &in_log->second : nullptr);
+    if (const std::string* why = std::get_if<std::string>(&usage)) {
+      fail(request, out.options, out.log, *why);
+    }
+    out.resources[entry] = std::get<ResourceUsage>(usage);
   }
   return out;
 }

@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
+
+#include <dlfcn.h>
 
 #ifndef KDAJIT_CUDA_LIB_DIR
 #define KDAJIT_CUDA_LIB_DIR ""
@@ -16,6 +19,21 @@
 
 namespace kda::runtime {
 namespace {
+
+// The file `symbol` was loaded from, resolved through its links, and its size.
+std::string library_file_identity(const void* symbol) {
+  Dl_info info{};
+  if (::dladdr(symbol, &info) == 0 || info.dli_fname == nullptr) {
+    return "unknown";
+  }
+  std::error_code error;
+  const std::filesystem::path file = std::filesystem::canonical(info.dli_fname, error);
+  if (error) {
+    return info.dli_fname;
+  }
+  const std::uintmax_t size = std::filesystem::file_size(file, error);
+  return error ? file.filename().string() : fmt::format("{}, {} bytes", file.filename().string(), size);
+}
 
 constexpr const char* k_override_variable = "KDAJIT_NVRTC_LIBRARY";
 
@@ -135,6 +153,7 @@ NvrtcLibrary NvrtcLibrary::load(const std::vector<std::string>& candidates, std:
                                     out.m_version.major, out.m_version.minor, *max_major));
       continue;
     }
+    out.m_build = library_file_identity(reinterpret_cast<const void*>(api.nvrtcVersion));
     return out;
   }
   const bool overridden = nvrtc_library_override().has_value();

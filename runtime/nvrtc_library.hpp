@@ -75,6 +75,9 @@ public:
   const NvrtcApi& api() const { return m_api; }
   const std::string& path() const { return m_library.path(); }
   NvrtcVersion version() const { return m_version; }
+  /// The loaded library file's resolved name and size ("libnvrtc.so.13.0.88,
+  /// 118210104 bytes"): tells patch releases of one major.minor apart.
+  const std::string& build() const { return m_build; }
 
   /// "NVRTC_ERROR_COMPILATION" etc.
   std::string error_string(nvrtcResult result) const;
@@ -83,6 +86,7 @@ private:
   DynamicLibrary m_library;
   NvrtcApi m_api;
   NvrtcVersion m_version;
+  std::string m_build;
 };
 
 } // namespace kda::runtime

@@ -259,7 +259,7 @@ int aot_build_command(const std::vector<std::string>& args, std::ostream& out, s
   }
   const cache::CurrentIdentity id = KernelRegistry::instance().current_identity();
   const std::filesystem::path bundle_path = dir / "kdajit.kdab";
-  write_bytes(bundle_path, cache::encode_bundle({id.generator_id, id.abi_version, id.layout_version, id.nvrtc_version},
+  write_bytes(bundle_path, cache::encode_bundle({id.generator_id, id.abi_version, id.layout_version, id.nvrtc_version, id.nvrtc_build},
                                                 inputs));
   // One fatbin per module (schedule, shape key): a cubin per target.
   std::map<std::string, std::vector<std::size_t>> modules;

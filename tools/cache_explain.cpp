@@ -4,7 +4,9 @@
 // differing key fields) and how each differing field differs: why a lookup
 // missed.
 #include "cache/list_entries.hpp"
+#include "compiler/emit/emit_cuda.hpp"
 #include "compiler/kernel_plan.hpp"
+#include "compiler/lower.hpp"
 #include "runtime/generator_identity.hpp"
 #include "runtime/kernel_registry.hpp"
 #include "runtime/nvrtc_compiler.hpp"
@@ -34,7 +36,8 @@ std::vector<std::pair<std::string, std::string>> named_fields(const cache::Cache
   return {{"layout_version", f.layout_version}, {"abi_version", f.abi_version},
           {"generator_id", f.generator_id},     {"schedule_id", f.schedule_id},
           {"shape_key", f.shape_key},           {"target", f.target},
-          {"nvrtc_version", f.nvrtc_version},   {"options", fmt::format("{}", fmt::join(f.options, " "))}};
+          {"nvrtc_version", f.nvrtc_version},   {"nvrtc_build", f.nvrtc_build},
+          {"source_sha256", f.source_sha256},   {"options", fmt::format("{}", fmt::join(f.options, " "))}};
 }
 
 std::vector<FieldDiff> differences(const cache::CacheKeyFields& entry, const cache::CacheKeyFields& wanted) {
@@ -64,9 +67,11 @@ int cache_explain_command(const std::vector<std::string>& args, std::ostream& ou
   }
   const Schedule schedule = schedule_by_name_or_file(parsed.positional.front());
   const ShapeKey shape = shape_from_options(parsed);
+  const KernelPlan plan = lower(validate(schedule, *target), shape);
   const cache::CacheKeyFields wanted =
-      kernel_key_fields(schedule, *target, shape, KernelRegistry::instance().nvrtc_version(),
-                        runtime::default_compile_options(*target), ArgAbi{}.version);
+      kernel_key_fields(schedule, *target, shape, KernelRegistry::instance().nvrtc_identity(),
+                        runtime::default_compile_options(*target), plan.abi.version,
+                        emitted_source_sha256(emit_cuda(plan).text));
   const cache::CacheKey key = cache::make_cache_key(wanted);
   const CacheTarget where = cache_target(parsed);
   std::vector<cache::ListedEntry> entries;

@@ -55,6 +55,8 @@ CacheKeyFields sample_fields() {
   f.shape_key = "d128.bf16.bshd";
   f.target = "sm_90a";
   f.nvrtc_version = "nvrtc-13.0.48";
+  f.nvrtc_build = "libnvrtc.so.13.0.48, 104857600 bytes";
+  f.source_sha256 = std::string(64, '5');
   f.options = {"--std=c++17", "--gpu-architecture=sm_90a", "-default-device"};
   return f;
 }

@@ -15,7 +15,8 @@ using Catch::Matchers::Contains;
 namespace {
 
 BundleIdentity identity() {
-  return {"kdagen-0.1.0+templates-0123456789abcdef", "abi-1", "v1", "nvrtc-13.0.48"};
+  return {"kdagen-0.1.0+templates-0123456789abcdef", "abi-1", "v1", "nvrtc-13.0.48",
+          "libnvrtc.so.13.0.48, 104857600 bytes"};
 }
 
 std::vector<BundleInput> inputs() {
@@ -41,7 +42,7 @@ TEST_CASE("bundle: entries round-trip, bytes are deterministic and pinned", "[ca
   CHECK(std::string(bytes.begin(), bytes.begin() + 8) == "KDAJITB1");
   // Golden: change this only with k_bundle_format_version (cache/bundle.hpp).
   CHECK(sha256_hex(std::span<const std::uint8_t>(bytes)) ==
-        "c26775ad7b51d22834f99a3c1db3ed2a4e25174a380b0a794cbf4812e5f1b38b");
+        "be82bb2929ff7734aed4e130e8d7106ce3ca0d9636ebabb5fbcdb523d0bf0fd0");
   const Bundle b = Bundle::decode(bytes, "memory");
   CHECK(b.identity().generator_id == identity().generator_id);
   REQUIRE(b.entries().size() == 2);
@@ -72,11 +73,11 @@ TEST_CASE("bundle: corrupt and truncated bundles are refused with the reason", "
   CHECK_THROWS_WITH(b.cubin(b.entries().back()), Contains("does not match its SHA-256"));
   CHECK_NOTHROW(b.cubin(b.entries().front()));
   Bytes version = good;
-  const std::string from = "\"format_version\":1";
+  const std::string from = "\"format_version\":2";
   const auto at = std::search(version.begin(), version.end(), from.begin(), from.end());
   REQUIRE(at != version.end());
   *(at + static_cast<long>(from.size()) - 1) = '7';
-  CHECK_THROWS_WITH(Bundle::decode(version, "e.kdab"), Contains("format version 7 (this build reads version 1)"));
+  CHECK_THROWS_WITH(Bundle::decode(version, "e.kdab"), Contains("format version 7 (this build reads version 2)"));
   Bytes text_version = good;
   const auto at2 = std::search(text_version.begin(), text_version.end(), from.begin(), from.end());
   *(at2 + static_cast<long>(from.size()) - 1) = '"'; // "format_version":" : no longer JSON

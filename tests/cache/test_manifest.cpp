@@ -56,9 +56,11 @@ TEST_CASE("manifest golden form (bump k_manifest_version on an incompatible chan
             R"(","cubin_size":5,"entry_points":[{"name":"kda_prefill_a","resources":{"registers":168,"spill_bytes":0}}],)"
             R"("key":")" + std::string(64, 'a') +
             R"(","key_fields":{"abi_version":"abi-1","generator_id":"kdagen-0.1.0+templates-0123456789abcdef",)"
-            R"("layout_version":"v1","nvrtc_version":"nvrtc-13.0.48","options":["-O3"],)"
+            R"("layout_version":"v1","nvrtc_build":"libnvrtc.so.13.0.48, 104857600 bytes",)"
+            R"("nvrtc_version":"nvrtc-13.0.48","options":["-O3"],)"
             R"("schedule_id":"8f4c0d2e5a1b3c7d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f7",)"
-            R"("shape_key":"d128.bf16.bshd","target":"sm_90a"},"last_used_unix":1700000100,)"
+            R"("shape_key":"d128.bf16.bshd","source_sha256":")" + std::string(64, '5') +
+            R"(","target":"sm_90a"},"last_used_unix":1700000100,)"
             R"("launch":{"block":[384,1,1],"dynamic_smem":227328},"manifest_version":1,"producer":"aot",)"
             R"("source_sha256":""})");
 }
@@ -75,6 +77,9 @@ TEST_CASE("a manifest missing any field is corrupt, not a crash", "[cache][manif
     CHECK(parsed.message == "/" + name + ": missing");
   }
   for (const auto& [name, value] : full["key_fields"].items()) {
+    if (name == "nvrtc_build" || name == "source_sha256") {
+      continue; // absent from older kdajit builds' manifests: read as empty (a stale entry), below
+    }
     json broken = full;
     broken["key_fields"].erase(name);
     const ManifestParse parsed = manifest_from_json(broken);
@@ -82,6 +87,16 @@ TEST_CASE("a manifest missing any field is corrupt, not a crash", "[cache][manif
     CHECK(parsed.failure == MissReason::corrupt_manifest);
     CHECK(parsed.message == "/key_fields/" + name + ": missing");
   }
+}
+
+TEST_CASE("a manifest of an older kdajit, without nvrtc_build and source_sha256, reads as such", "[cache][manifest]") {
+  json old = to_json(sample_manifest());
+  old["key_fields"].erase("nvrtc_build");
+  old["key_fields"].erase("source_sha256");
+  const ManifestParse parsed = manifest_from_json(old);
+  REQUIRE(parsed.manifest.has_value());
+  CHECK(parsed.manifest->key_fields.nvrtc_build.empty());
+  CHECK(parsed.manifest->key_fields.source_sha256.empty());
 }
 
 TEST_CASE("a manifest with a mistyped or bad value is corrupt", "[cache][manifest]") {

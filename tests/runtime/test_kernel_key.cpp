@@ -2,6 +2,8 @@
 // compile-time input and never with runtime values (T, N, H, B, pointers,
 // strides, lower_bound, scale), which route() keeps out of the ShapeKey.
 #include "cache/cache_key.hpp"
+#include "compiler/emit/emit_cuda.hpp"
+#include "compiler/lower.hpp"
 #include "compiler/lower/passes.hpp"
 #include "compiler/schedule_library.hpp"
 #include "fake_args.hpp"
@@ -27,16 +29,22 @@ const Schedule& portable() {
   return *s;
 }
 
+// What prepare() keys on: the SHA-256 of the source emitted for the plan.
+std::string source_sha_of(const Schedule& schedule, const Target& target, const ShapeKey& shape) {
+  return emitted_source_sha256(emit_cuda(lower(validate(schedule, target), shape)).text);
+}
+
 struct KeyInputs {
   Schedule schedule = portable();
   Target target = target_named("sm_90");
   ShapeKey shape{};
-  std::string nvrtc_version = "13.0";
+  NvrtcIdentity nvrtc{"13.0", "libnvrtc.so.13.0.88, 118210104 bytes"};
   std::vector<std::string> options = runtime::default_compile_options(target_named("sm_90"));
   int abi_version = plan_arg_abi().version;
 
   cache::CacheKeyFields fields() const {
-    return kernel_key_fields(schedule, target, shape, nvrtc_version, options, abi_version);
+    return kernel_key_fields(schedule, target, shape, nvrtc, options, abi_version,
+                             source_sha_of(schedule, target, shape));
   }
   std::string key() const { return cache::make_cache_key(fields()).hex(); }
 };
@@ -55,8 +63,9 @@ RouteDecision route_args(const PrefillArgs& args, const DeviceDescription& d = h
 }
 
 std::string key_of(const RouteDecision& r) {
-  return cache::make_cache_key(kernel_key_fields(*r.schedule, r.target, r.shape, "13.0",
-                                                 runtime::default_compile_options(r.target), plan_arg_abi().version))
+  return cache::make_cache_key(kernel_key_fields(*r.schedule, r.target, r.shape, {"13.0", "libnvrtc.so.13.0.88"},
+                                                 runtime::default_compile_options(r.target), plan_arg_abi().version,
+                                                 source_sha_of(*r.schedule, r.target, r.shape)))
       .hex();
 }
 
@@ -75,6 +84,8 @@ TEST_CASE("kernel key: stable across calls, and the fields are what was given", 
   CHECK(f.shape_key == "d128.in_bf16.state_bf16.fixed");
   CHECK(f.target == "sm_90");
   CHECK(f.nvrtc_version == "13.0");
+  CHECK(f.nvrtc_build == "libnvrtc.so.13.0.88, 118210104 bytes");
+  CHECK(f.source_sha256.size() == 64);
   CHECK(f.options == runtime::default_compile_options(target_named("sm_90")));
 }
 
@@ -98,7 +109,8 @@ TEST_CASE("kernel key: every compile-time input changes the key", "[runtime][ker
        [](KeyInputs& k) { k.options = runtime::default_compile_options(target_named("sm_80")); }},
       {"c++20 options",
        [](KeyInputs& k) { k.options = runtime::default_compile_options(k.target, runtime::CxxStandard::cxx20); }},
-      {"nvrtc 12.9", [](KeyInputs& k) { k.nvrtc_version = "12.9"; }},
+      {"nvrtc 12.9", [](KeyInputs& k) { k.nvrtc.version = "12.9"; }},
+      {"another nvrtc 13.0 build", [](KeyInputs& k) { k.nvrtc.build = "libnvrtc.so.13.0.48, 117000000 bytes"; }},
       {"abi version", [](KeyInputs& k) { k.abi_version += 1; }},
       {"recurrence stages", [](KeyInputs& k) {
          nlohmann::json doc = shipped_schedule_json("portable_c16");
@@ -175,4 +187,28 @@ TEST_CASE("kernel key: runtime values route to the same shape key and key fields
     CHECK(key_of(base) != key_of(wide));
     CHECK(key_of(base) != key_of(packed));
   }
+}
+
+TEST_CASE("kernel key: a lowering pass whose output changes the emitted source changes the key",
+          "[runtime][kernel_key]") {
+  // The same schedule, target and shape key, with one pass's result changed
+  // as a change to that pass would change it: the generator id and every
+  // version stay the same, and the key still moves, because it covers the
+  // emitted source itself.
+  const KeyInputs in;
+  const KernelPlan plan = lower(validate(in.schedule, in.target), in.shape);
+  KernelPlan changed = plan;
+  REQUIRE_FALSE(changed.entries.empty());
+  REQUIRE_FALSE(changed.entries.front().smem.empty());
+  changed.entries.front().smem.front().offset += 16; // place_smem placing a buffer elsewhere
+  const std::string before = emit_cuda(plan).text;
+  const std::string after = emit_cuda(changed).text;
+  REQUIRE(before != after);
+  auto key = [&](const std::string& source) {
+    return cache::make_cache_key(kernel_key_fields(in.schedule, in.target, in.shape, in.nvrtc, in.options,
+                                                   in.abi_version, emitted_source_sha256(source)))
+        .hex();
+  };
+  CHECK(key(before) == in.key());
+  CHECK(key(after) != in.key());
 }

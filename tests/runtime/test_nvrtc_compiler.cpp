@@ -1,7 +1,10 @@
 // NVRTC compiles on the CPU (no GPU needed): every known target, failures with
 // their log and repro file, missing entry points, concurrent compiles.
 #include "compiler/errors.hpp"
+#include "runtime/cubin_symbols.hpp"
+#include "runtime/entry_resources.hpp"
 #include "runtime/nvrtc_compiler.hpp"
+#include "runtime/ptxas_log.hpp"
 #include "runtime_kernels.hpp"
 #include "test_support.hpp"
 
@@ -146,4 +149,58 @@ TEST_CASE("nvrtc compiler: concurrent compiles agree with a serial one", "[runti
     CHECK(parallel.cubin == serial.cubin);
     CHECK(parallel.resources == serial.resources);
   }
+}
+
+TEST_CASE("nvrtc compiler: registers and stack frame come from the cubin", "[runtime][nvrtc]") {
+  const runtime::NvrtcCompiler compiler;
+  for (const char* name : {"sm_80", "sm_90a", "sm_100a", "sm_120a"}) {
+    INFO("target " << name);
+    const CompiledModule module = compiler.compile(test_kernels_request(target_named(name)));
+    const std::map<std::string, runtime::CubinResources> recorded = runtime::cubin_resources(module.cubin);
+    const std::map<std::string, runtime::ResourceUsage> logged = runtime::parse_ptxas_resource_log(module.log);
+    for (const std::string entry : {"kda_test_mma", "kda_test_smem_reverse"}) {
+      INFO(entry);
+      REQUIRE(recorded.contains(entry));
+      REQUIRE(logged.contains(entry));
+      // the cubin and ptxas agree, and the module reports the cubin's figures
+      CHECK(recorded.at(entry).registers == logged.at(entry).registers);
+      CHECK(recorded.at(entry).stack_frame_bytes == logged.at(entry).stack_frame_bytes);
+      CHECK(module.resources.at(entry).registers == recorded.at(entry).registers);
+    }
+  }
+  CHECK(runtime::cubin_resources({}).empty());
+  CHECK(runtime::cubin_resources({0x7f, 'E', 'L', 'F'}).empty());
+}
+
+TEST_CASE("entry resources: the cubin's figures, the log's spills, refused when unknowable", "[runtime][nvrtc]") {
+  runtime::CubinResources cubin;
+  cubin.registers = 168;
+  runtime::ResourceUsage log;
+  log.static_smem_bytes = 1024;
+  log.registers = 1; // the cubin wins
+  log.spill_store_bytes = 8;
+  log.barriers = 2;
+  log.wgmma_serialized = true;
+  const auto both = runtime::entry_resources("k", &cubin, &log);
+  REQUIRE(std::holds_alternative<runtime::ResourceUsage>(both));
+  const runtime::ResourceUsage& u = std::get<runtime::ResourceUsage>(both);
+  CHECK(u.registers == 168);
+  CHECK(u.static_smem_bytes == 1024);
+  CHECK(u.spill_store_bytes == 8);
+  CHECK(u.barriers == 2);
+  CHECK(u.wgmma_serialized);
+  // no stack frame: nothing can have spilled, the log may be silent
+  const auto frameless = runtime::entry_resources("k", &cubin, nullptr);
+  REQUIRE(std::holds_alternative<runtime::ResourceUsage>(frameless));
+  CHECK(std::get<runtime::ResourceUsage>(frameless).spill_store_bytes == 0);
+  CHECK(std::get<runtime::ResourceUsage>(frameless).registers == 168);
+  // a stack frame without the log's lines: spills unknown
+  cubin.stack_frame_bytes = 256;
+  const auto framed = runtime::entry_resources("k", &cubin, nullptr);
+  REQUIRE(std::holds_alternative<std::string>(framed));
+  CHECK_THAT(std::get<std::string>(framed), Contains("256-byte stack frame but the ptxas log does not list it"));
+  // nothing in the cubin
+  const auto none = runtime::entry_resources("k", nullptr, &log);
+  REQUIRE(std::holds_alternative<std::string>(none));
+  CHECK_THAT(std::get<std::string>(none), Contains("the cubin records no resources"));
 }

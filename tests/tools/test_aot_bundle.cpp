@@ -86,7 +86,7 @@ TEST_CASE("a bundle of another generator is skipped with a warning; a corrupt on
   in.key_fields = cache::test::sample_fields();
   in.cubin = {1, 2, 3};
   const cache::Bytes other =
-      cache::encode_bundle({"kdajit-0.0.1-emit1-0000000000000000", "2", "1", "13.0"}, {in});
+      cache::encode_bundle({"kdajit-0.0.1-emit1-0000000000000000", "2", "1", "13.0", "libnvrtc.so.13.0.88, 1 bytes"}, {in});
   const std::string path = s / "other.kdab";
   cache::test::write_text(path, std::string(other.begin(), other.end()));
   KernelRegistry registry(cache::resolve_cache_config(cache::test::scratch_env(s)));

@@ -44,6 +44,7 @@ struct ScratchCache {
     f.abi_version = id.abi_version;
     f.generator_id = orphan ? "kdajit-0.0.1-emit1-0000000000000000" : id.generator_id;
     f.nvrtc_version = id.nvrtc_version;
+    f.nvrtc_build = id.nvrtc_build;
     f.shape_key = name;
     cache::BuiltEntry built = cache::test::sample_built(std::string(1000, 'x'));
     built.manifest.launch["schedule"] = name;
@@ -231,9 +232,11 @@ TEST_CASE("cache explain: present, or the nearest entry and its differing key fi
   const nlohmann::json j = nlohmann::json::parse(absent.out);
   CHECK(j["present"] == false);
   CHECK(j["key_fields"]["shape_key"] == "d128.in_bf16.state_fp32.fixed");
-  REQUIRE(j["nearest"]["differences"].size() == 1);
+  // the shape key, and so the emitted source
+  REQUIRE(j["nearest"]["differences"].size() == 2);
   CHECK(j["nearest"]["key"] == key);
   CHECK(j["nearest"]["differences"][0]["field"] == "shape_key");
   CHECK(j["nearest"]["differences"][0]["entry"] == "d128.in_bf16.state_bf16.fixed");
+  CHECK(j["nearest"]["differences"][1]["field"] == "source_sha256");
   CHECK(test::run_kdajit({"cache", "explain", "portable_c16"}).exit_code == tools::k_exit_usage);
 }

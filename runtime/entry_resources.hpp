@@ -1,0 +1,23 @@
+/// \file
+/// An entry point's resources as the cache records them: registers and stack
+/// frame from the cubin (runtime/cubin_symbols.hpp); spills, barriers, static
+/// SMEM and ptxas's wgmma notes from the ptxas log
+/// (runtime/ptxas_log.hpp). Spills go to the stack frame, so a kernel whose
+/// cubin records no frame has none whatever the log says or omits; a kernel
+/// with a frame needs its log lines (its spills are unknown otherwise); one
+/// the cubin records nothing for is refused.
+#pragma once
+
+#include "runtime/cubin_symbols.hpp"
+#include "runtime/ptxas_log.hpp"
+
+#include <string>
+#include <variant>
+
+namespace kda::runtime {
+
+/// The usage of `entry`, or why it cannot be known.
+std::variant<ResourceUsage, std::string> entry_resources(const std::string& entry, const CubinResources* cubin,
+                                                         const ResourceUsage* log);
+
+} // namespace kda::runtime
