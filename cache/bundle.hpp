@@ -15,7 +15,7 @@
 ///               payload start, in index order, 0x00 padding between them
 ///
 ///   index := {
-///     "format_version": 1,                       must equal k_bundle_format_version
+///     "format_version": 2,                       must equal k_bundle_format_version
 ///     "generator_id": str, "abi_version": str,   what built every entry
 ///     "layout_version": str, "nvrtc_version": str, "nvrtc_build": str,
 ///     "entries": [ {

@@ -22,7 +22,7 @@ constexpr std::int64_t k_day = 86'400;
 
 CurrentIdentity current() {
   const CacheKeyFields f = test::sample_fields();
-  return {f.layout_version, f.abi_version, f.generator_id, f.nvrtc_version};
+  return {f.layout_version, f.abi_version, f.generator_id, f.nvrtc_version, f.nvrtc_build};
 }
 
 // An entry as list_entries reports it: `days` since its last use, `bytes` on disk.
