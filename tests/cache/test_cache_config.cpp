@@ -29,6 +29,17 @@ EnvMap chain_env(const ScratchDir& s) {
           {"TMPDIR", s / "tmp"},                {"KDAJIT_LOCK", "none"}};
 }
 
+// What two caches opened with `config` warn about (each warning is said once
+// per process).
+std::vector<std::string> warnings_of_two_caches(const CacheConfig& config) {
+  reset_warnings_for_testing();
+  std::vector<std::string> warnings;
+  const WarningSink sink = [&](const std::string& m) { warnings.push_back(m); };
+  DiskCache first(config, sink);
+  DiskCache second(config, sink);
+  return warnings;
+}
+
 std::string tmp_candidate(const ScratchDir& s) {
   return fmt::format("{}/kdajit-{}", s / "tmp", ::geteuid());
 }
@@ -111,11 +122,7 @@ TEST_CASE("a refused KDAJIT_CACHE_DIR is said once, with the directory used inst
   CHECK(config.fallback_warning ==
         fmt::format("KDAJIT_CACHE_DIR={} is refused (not a directory): the cache is {} ($XDG_CACHE_HOME/kdajit) instead",
                     s / "file", s / "xdg/kdajit"));
-  reset_warnings_for_testing();
-  std::vector<std::string> warnings;
-  const WarningSink sink = [&](const std::string& m) { warnings.push_back(m); };
-  DiskCache first(config, sink);
-  DiskCache second(config, sink);
+  const std::vector<std::string> warnings = warnings_of_two_caches(config);
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0] == config.fallback_warning);
   // without KDAJIT_CACHE_DIR, falling through the defaults is silent
@@ -235,11 +242,7 @@ TEST_CASE("a cache setting that does not parse is warned about once, not ignored
   ScratchDir s;
   const EnvMap env = {{"KDAJIT_CACHE_DIR", s / "cache"}, {"KDAJIT_LOCK", "none"}, {"KDAJIT_LOCK_TIMEOUT", "soon"}};
   const CacheConfig config = resolve_cache_config(env);
-  reset_warnings_for_testing();
-  std::vector<std::string> warnings;
-  const WarningSink sink = [&](const std::string& m) { warnings.push_back(m); };
-  DiskCache first(config, sink);
-  DiskCache second(config, sink);
+  const std::vector<std::string> warnings = warnings_of_two_caches(config);
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0] == "ignored KDAJIT_LOCK_TIMEOUT=soon: expected seconds between 0 and 86400");
   reset_warnings_for_testing();
