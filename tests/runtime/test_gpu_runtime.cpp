@@ -195,3 +195,27 @@ TEST_CASE("gpu: cuTensorMapEncodeTiled accepts the checked maps and refuses the 
     CHECK_THROWS_AS(kda::runtime::encode_tensor_map(r, "v"), kda::InternalError);
   }
 }
+
+TEST_CASE("gpu: the driver's registers, stack and static SMEM are the module's recorded resources", "[gpu][runtime]") {
+  // What the cache records per entry point (registers and stack frame from
+  // the cubin, static SMEM from ptxas) against the loaded function's own
+  // attributes, for a kernel without static SMEM and one with a wgmma
+  // recurrence's resources.
+  for (const char* target : {"sm_90", "sm_90a"}) {
+    CompileRequest request;
+    request.source = test::k_runtime_test_kernels;
+    request.label = "kda_runtime_test.cu";
+    request.target = *find_target(target);
+    request.entry_points = {"kda_test_mma", "kda_test_smem_reverse"};
+    const CompiledModule compiled = NvrtcCompiler().compile(request);
+    const LoadedModule module = LoadedModule::load(compiled.cubin, request.entry_points);
+    for (const std::string& entry : request.entry_points) {
+      INFO(target << " " << entry);
+      const FunctionAttributes& a = module.function(entry).attributes;
+      const ResourceUsage& r = compiled.resources.at(entry);
+      CHECK(a.num_regs == r.registers);
+      CHECK(a.local_size_bytes == r.stack_frame_bytes);
+      CHECK(a.shared_size_bytes == r.static_smem_bytes);
+    }
+  }
+}
