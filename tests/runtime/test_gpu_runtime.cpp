@@ -50,12 +50,17 @@ private:
   std::size_t m_bytes;
 };
 
-LoadedModule load_test_kernels(const std::string& target_name, int max_dynamic_smem_bytes = 0) {
+CompileRequest test_kernels_request(const std::string& target_name) {
   CompileRequest request;
   request.source = test::k_runtime_test_kernels;
   request.label = "kda_runtime_test.cu";
   request.target = *find_target(target_name);
   request.entry_points = {"kda_test_mma", "kda_test_smem_reverse"};
+  return request;
+}
+
+LoadedModule load_test_kernels(const std::string& target_name, int max_dynamic_smem_bytes = 0) {
+  const CompileRequest request = test_kernels_request(target_name);
   const CompiledModule compiled = NvrtcCompiler().compile(request);
   return LoadedModule::load(compiled.cubin, request.entry_points, max_dynamic_smem_bytes);
 }
@@ -199,14 +204,9 @@ TEST_CASE("gpu: cuTensorMapEncodeTiled accepts the checked maps and refuses the 
 TEST_CASE("gpu: the driver's registers, stack and static SMEM are the module's recorded resources", "[gpu][runtime]") {
   // What the cache records per entry point (registers and stack frame from
   // the cubin, static SMEM from ptxas) against the loaded function's own
-  // attributes, for a kernel without static SMEM and one with a wgmma
-  // recurrence's resources.
+  // attributes, for the two test kernels (one with dynamic SMEM only).
   for (const char* target : {"sm_90", "sm_90a"}) {
-    CompileRequest request;
-    request.source = test::k_runtime_test_kernels;
-    request.label = "kda_runtime_test.cu";
-    request.target = *find_target(target);
-    request.entry_points = {"kda_test_mma", "kda_test_smem_reverse"};
+    const CompileRequest request = test_kernels_request(target);
     const CompiledModule compiled = NvrtcCompiler().compile(request);
     const LoadedModule module = LoadedModule::load(compiled.cubin, request.entry_points);
     for (const std::string& entry : request.entry_points) {
