@@ -1,6 +1,9 @@
 #include "runtime/cubin_symbols.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
+#include <string_view>
 
 namespace kda::runtime {
 namespace {
@@ -166,8 +169,26 @@ std::map<std::string, CubinResources> cubin_resources(const std::vector<std::uin
       p += 4 + payload;
     }
   }
+  // static SMEM: the kernel's .nv.shared section, less the system reserve
+  // where the cubin counts it in
+  const bool counts_reserve = std::any_of(sections.begin(), sections.end(), [](const Section& s) {
+    return s.name.starts_with(".nv.shared.reserved.");
+  });
+  std::map<std::string, std::uint64_t> shared_sizes;
+  for (const Section& s : sections) {
+    if (s.name.starts_with(".nv.shared.")) {
+      shared_sizes[s.name.substr(std::string_view(".nv.shared.").size())] = s.size;
+    }
+  }
   for (auto& [name, r] : out) {
     r = seen[name];
+    const auto shared = shared_sizes.find(name);
+    const std::uint64_t size = shared != shared_sizes.end() ? shared->second : 0;
+    const std::uint64_t reserve = counts_reserve && shared != shared_sizes.end() ? k_reserved_smem_per_block : 0;
+    r.static_smem_bytes =
+        size >= reserve && size - reserve <= static_cast<std::uint64_t>(std::numeric_limits<int>::max())
+            ? static_cast<int>(size - reserve)
+            : -1;
   }
   return out;
 }

@@ -1,8 +1,8 @@
 /// \file
-/// An entry point's resources as the cache records them: registers and stack
-/// frame from the cubin (runtime/cubin_symbols.hpp); spills, barriers, static
-/// SMEM and ptxas's wgmma notes from the ptxas log
-/// (runtime/ptxas_log.hpp). Spills go to the stack frame, so a kernel whose
+/// An entry point's resources as the cache records them: registers, stack
+/// frame and static SMEM from the cubin (runtime/cubin_symbols.hpp); spills,
+/// barriers and ptxas's wgmma notes from the ptxas log
+/// (runtime/ptxas_log.hpp), whose static SMEM must agree with the cubin's. Spills go to the stack frame, so a kernel whose
 /// cubin records no frame has none whatever the log says or omits; a kernel
 /// with a frame needs its log lines (its spills are unknown otherwise); one
 /// the cubin records nothing for is refused.

@@ -12,6 +12,9 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdint>
+#include <random>
+#include <string_view>
 
 namespace kda::runtime {
 namespace {
@@ -90,6 +93,100 @@ std::string joined(const std::vector<std::string>& names) {
                        log, options, path);
 }
 
+constexpr std::string_view k_cached_compile_note =
+    "kdajit: note: this log has no ptxas lines (NVRTC served the compile from its own cache); registers, stack "
+    "frame and static SMEM were read from the cubin, and no entry point has a stack frame to spill to";
+
+/// One NVRTC run of `source` with `out.options`: sets out.log, out.cubin and
+/// (on request) out.ptx; returns its milliseconds. Throws through fail().
+double run_nvrtc(const NvrtcLibrary& library, const CompileRequest& request, const std::string& source,
+                 CompiledModule& out) {
+  const NvrtcApi& api = library.api();
+  std::vector<const char*> option_pointers;
+  option_pointers.reserve(out.options.size());
+  for (const std::string& option : out.options) {
+    option_pointers.push_back(option.c_str());
+  }
+  const auto start = std::chrono::steady_clock::now();
+  Program program(library);
+  if (const nvrtcResult r =
+          api.nvrtcCreateProgram(program.out(), source.c_str(), request.label.c_str(), 0, nullptr, nullptr);
+      r != NVRTC_SUCCESS) {
+    fail(request, out.options, {}, fmt::format("nvrtcCreateProgram failed ({})", library.error_string(r)));
+  }
+  const nvrtcResult compiled =
+      api.nvrtcCompileProgram(program.get(), static_cast<int>(option_pointers.size()), option_pointers.data());
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  out.log = program_log(library, program.get());
+  if (compiled != NVRTC_SUCCESS) {
+    fail(request, out.options, out.log, fmt::format("compile failed ({})", library.error_string(compiled)));
+  }
+
+  std::size_t cubin_size = 0;
+  if (const nvrtcResult r = api.nvrtcGetCUBINSize(program.get(), &cubin_size); r != NVRTC_SUCCESS || cubin_size == 0) {
+    fail(request, out.options, out.log,
+         r != NVRTC_SUCCESS ? fmt::format("nvrtcGetCUBINSize failed ({})", library.error_string(r))
+                            : std::string("no cubin produced (a compute_* arch gives PTX only)"));
+  }
+  out.cubin.assign(cubin_size, 0);
+  if (const nvrtcResult r = api.nvrtcGetCUBIN(program.get(), reinterpret_cast<char*>(out.cubin.data()));
+      r != NVRTC_SUCCESS) {
+    fail(request, out.options, out.log, fmt::format("nvrtcGetCUBIN failed ({})", library.error_string(r)));
+  }
+  if (request.want_ptx) {
+    std::size_t ptx_size = 0;
+    std::string ptx;
+    if (api.nvrtcGetPTXSize(program.get(), &ptx_size) == NVRTC_SUCCESS && ptx_size > 0) {
+      ptx.resize(ptx_size);
+      if (api.nvrtcGetPTX(program.get(), ptx.data()) != NVRTC_SUCCESS) {
+        fail(request, out.options, out.log, "nvrtcGetPTX failed");
+      }
+      while (!ptx.empty() && ptx.back() == '\0') {
+        ptx.pop_back();
+      }
+    }
+    out.ptx = std::move(ptx);
+  }
+  return ms;
+}
+
+/// Which kernels exist is read from the cubin's symbol table, not the log.
+void check_entry_points(const CompileRequest& request, const CompiledModule& out) {
+  const std::set<std::string> functions = cubin_function_names(out.cubin);
+  std::vector<std::string> missing;
+  for (const std::string& entry : request.entry_points) {
+    if (!functions.contains(entry)) {
+      missing.push_back(entry);
+    }
+  }
+  if (!missing.empty()) {
+    const std::vector<std::string> compiled_entries(functions.begin(), functions.end());
+    fail(request, out.options, out.log,
+         fmt::format("entry point{} {} not in the cubin (its functions: {}; entries must be extern \"C\" __global__)",
+                     missing.size() == 1 ? "" : "s", joined(missing), joined(compiled_entries)));
+  }
+}
+
+/// Whether an entry point has a stack frame the log does not describe.
+bool spills_unknown(const CompileRequest& request, const CompiledModule& out) {
+  const std::map<std::string, ResourceUsage> logged = parse_ptxas_resource_log(out.log);
+  const std::map<std::string, CubinResources> recorded = cubin_resources(out.cubin);
+  for (const std::string& entry : request.entry_points) {
+    const auto it = recorded.find(entry);
+    if (it != recorded.end() && it->second.stack_frame_bytes > 0 && !logged.contains(entry)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/// An empty kernel no earlier compile has held.
+std::string uncached_probe_kernel() {
+  std::random_device random;
+  const std::uint64_t nonce = (static_cast<std::uint64_t>(random()) << 32) ^ random();
+  return fmt::format("\nextern \"C\" __global__ void kdajit_ptxas_log_probe_{:016x}() {{}}\n", nonce);
+}
+
 } // namespace
 
 std::vector<std::string> default_compile_options(const Target& target, CxxStandard standard) {
@@ -113,73 +210,27 @@ NvrtcVersion NvrtcCompiler::version() const {
 CompiledModule NvrtcCompiler::compile(const CompileRequest& request) const {
   KDA_INTERNAL_ASSERT(!request.target.name.empty(), "CompileRequest without a target");
   const NvrtcLibrary& library = NvrtcLibrary::get();
-  const NvrtcApi& api = library.api();
 
   CompiledModule out;
   out.target_name = request.target.name;
   out.nvrtc_version = library.version();
   out.options = default_compile_options(request.target, request.standard);
   out.options.insert(out.options.end(), request.extra_options.begin(), request.extra_options.end());
-  std::vector<const char*> option_pointers;
-  option_pointers.reserve(out.options.size());
-  for (const std::string& option : out.options) {
-    option_pointers.push_back(option.c_str());
-  }
 
-  const auto start = std::chrono::steady_clock::now();
-  Program program(library);
-  if (const nvrtcResult r = api.nvrtcCreateProgram(program.out(), request.source.c_str(), request.label.c_str(), 0,
-                                                   nullptr, nullptr);
-      r != NVRTC_SUCCESS) {
-    fail(request, out.options, {}, fmt::format("nvrtcCreateProgram failed ({})", library.error_string(r)));
-  }
-  const nvrtcResult compiled =
-      api.nvrtcCompileProgram(program.get(), static_cast<int>(option_pointers.size()), option_pointers.data());
-  out.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  out.log = program_log(library, program.get());
-  if (compiled != NVRTC_SUCCESS) {
-    fail(request, out.options, out.log, fmt::format("compile failed ({})", library.error_string(compiled)));
-  }
-
-  std::size_t cubin_size = 0;
-  if (const nvrtcResult r = api.nvrtcGetCUBINSize(program.get(), &cubin_size); r != NVRTC_SUCCESS || cubin_size == 0) {
-    fail(request, out.options, out.log,
-         r != NVRTC_SUCCESS ? fmt::format("nvrtcGetCUBINSize failed ({})", library.error_string(r))
-                            : std::string("no cubin produced (a compute_* arch gives PTX only)"));
-  }
-  out.cubin.resize(cubin_size);
-  if (const nvrtcResult r = api.nvrtcGetCUBIN(program.get(), reinterpret_cast<char*>(out.cubin.data()));
-      r != NVRTC_SUCCESS) {
-    fail(request, out.options, out.log, fmt::format("nvrtcGetCUBIN failed ({})", library.error_string(r)));
-  }
-  if (request.want_ptx) {
-    std::size_t ptx_size = 0;
-    std::string ptx;
-    if (api.nvrtcGetPTXSize(program.get(), &ptx_size) == NVRTC_SUCCESS && ptx_size > 0) {
-      ptx.resize(ptx_size);
-      if (api.nvrtcGetPTX(program.get(), ptx.data()) != NVRTC_SUCCESS) {
-        fail(request, out.options, out.log, "nvrtcGetPTX failed");
-      }
-      while (!ptx.empty() && ptx.back() == '\0') {
-        ptx.pop_back();
-      }
-    }
-    out.ptx = std::move(ptx);
-  }
-
-  // Which kernels exist is read from the cubin's symbol table, not the log.
-  const std::set<std::string> functions = cubin_function_names(out.cubin);
-  std::vector<std::string> missing;
-  for (const std::string& entry : request.entry_points) {
-    if (!functions.contains(entry)) {
-      missing.push_back(entry);
-    }
-  }
-  if (!missing.empty()) {
-    const std::vector<std::string> compiled_entries(functions.begin(), functions.end());
-    fail(request, out.options, out.log,
-         fmt::format("entry point{} {} not in the cubin (its functions: {}; entries must be extern \"C\" __global__)",
-                     missing.size() == 1 ? "" : "s", joined(missing), joined(compiled_entries)));
+  out.compile_ms = run_nvrtc(library, request, request.source, out);
+  check_entry_points(request, out);
+  if (spills_unknown(request, out)) {
+    // NVRTC (12.9 on) may answer a compile whose PTX it has seen from its own
+    // cache (CUDA_CACHE_PATH, default ~/.nv/ComputeCache) with the same cubin
+    // and no ptxas lines in the log. A kernel with a stack frame needs those
+    // lines (its spills), so the source is compiled once more with an empty
+    // kernel of a fresh name added, which makes PTX that cache has not seen;
+    // ptxas reports each kernel alone, so that log describes this cubin's
+    // kernels. The cubin kept is the one of the source as given.
+    CompiledModule probe;
+    probe.options = out.options;
+    out.compile_ms += run_nvrtc(library, request, request.source + uncached_probe_kernel(), probe);
+    out.log = std::move(probe.log);
   }
   // Registers, stack frame and static SMEM from the cubin, spills from the log.
   const std::map<std::string, ResourceUsage> logged = parse_ptxas_resource_log(out.log);
@@ -194,6 +245,9 @@ CompiledModule NvrtcCompiler::compile(const CompileRequest& request) const {
       fail(request, out.options, out.log, *why);
     }
     out.resources[entry] = std::get<ResourceUsage>(usage);
+  }
+  if (logged.empty()) {
+    out.log += fmt::format("{}{}", out.log.empty() ? "" : "\n", k_cached_compile_note);
   }
   return out;
 }

@@ -23,7 +23,8 @@
 namespace kda::tools {
 namespace {
 
-// Loads the cubin and compares each entry point's registers with the manifest.
+// Loads the cubin and compares each entry point's registers, stack frame and
+// static SMEM with the manifest.
 std::string loaded_problem(const cache::CacheEntry& entry) {
   std::vector<std::string> names;
   for (const cache::EntryPoint& ep : entry.manifest.entry_points) {
@@ -32,10 +33,19 @@ std::string loaded_problem(const cache::CacheEntry& entry) {
   try {
     const runtime::LoadedModule module = runtime::LoadedModule::load(entry.cubin, names);
     for (const cache::EntryPoint& ep : entry.manifest.entry_points) {
-      const int loaded = module.function(ep.name).attributes.num_regs;
-      const int planned = ep.resources.value("registers", -1);
-      if (planned >= 0 && loaded != planned) {
-        return fmt::format("{} loads with {} registers, the manifest says {}", ep.name, loaded, planned);
+      const runtime::FunctionAttributes& loaded = module.function(ep.name).attributes;
+      const struct {
+        const char* field;
+        const char* what;
+        int value;
+      } checks[] = {{"registers", "registers", loaded.num_regs},
+                    {"stack_frame_bytes", "bytes of stack frame", loaded.local_size_bytes},
+                    {"static_smem_bytes", "bytes of static SMEM", loaded.shared_size_bytes}};
+      for (const auto& check : checks) {
+        const int recorded = ep.resources.value(check.field, -1);
+        if (recorded >= 0 && check.value != recorded) {
+          return fmt::format("{} loads with {} {}, the manifest says {}", ep.name, check.value, check.what, recorded);
+        }
       }
     }
   } catch (const Error& e) {

@@ -61,7 +61,8 @@ usage:
   kdajit cache verify [--load] [--cache-dir DIR] [--json]
       Check every entry: manifest, key (recomputed from its fields) and cubin
       size and SHA-256; with --load (GPU) also load each cubin and compare its
-      entry points' registers with the manifest. Exit 5 when one is bad.
+      entry points' registers, stack frame and static SMEM with the manifest.
+      Exit 5 when one is bad.
   kdajit cache gc [--max-bytes N[K|M|G]] [--older-than DAYS] [--orphans] [--dry-run] [--cache-dir DIR] [--json]
       Evict entries: with --orphans those of another generator, ABI, cache
       layout or NVRTC; with --older-than those unused for longer; then, while

@@ -46,6 +46,21 @@ extern "C" __global__ void kda_test_smem_reverse(const float* in, float* out, in
 }
 )";
 
+const char* const k_static_smem_frame_kernel = R"(
+extern "C" __global__ void kda_test_static_smem_frame(const float* in, float* out, int pick) {
+  __shared__ float tile[300];
+  float local[64]; // indexed by a run-time value: lives in the stack frame
+  for (int i = 0; i < 64; ++i) {
+    local[i] = in[i * blockDim.x + threadIdx.x];
+  }
+  for (int i = threadIdx.x; i < 300; i += blockDim.x) {
+    tile[i] = in[i];
+  }
+  __syncthreads();
+  out[threadIdx.x] = local[(pick + threadIdx.x) & 63] + tile[299 - threadIdx.x % 300];
+}
+)";
+
 std::filesystem::path fresh_scratch_dir(const std::string& name) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("kdajit-test-" + std::to_string(getpid()) + "-" + name);

@@ -17,6 +17,12 @@ namespace kda::test {
 ///    in dynamic SMEM (a plain loop), then writes out[i] = 2 * in[n - 1 - i].
 extern const char* const k_runtime_test_kernels;
 
+/// One kernel, kda_test_static_smem_frame(const float* in, float* out, int
+/// pick), with 1200 bytes of static SMEM and a 256-byte local array indexed
+/// at run time (so a stack frame): out[t] = in[((pick + t) & 63) * blockDim.x
+/// + t] + in[299 - t % 300].
+extern const char* const k_static_smem_frame_kernel;
+
 /// A fresh, empty directory under the system temp dir for one test
 /// (<tmp>/kdajit-test-<pid>-<name>); the test removes it when done.
 std::filesystem::path fresh_scratch_dir(const std::string& name);

@@ -7,6 +7,7 @@
 #include "runtime/device_info.hpp"
 #include "runtime/loaded_module.hpp"
 #include "runtime/nvrtc_compiler.hpp"
+#include "runtime/ptxas_log.hpp"
 #include "runtime/tensor_map_encoder.hpp"
 #include "device_array.hpp"
 #include "runtime_kernels.hpp"
@@ -14,10 +15,12 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 
 using namespace kda;
 using namespace kda::runtime;
+using Catch::Contains;
 
 namespace {
 
@@ -56,6 +59,15 @@ CompileRequest test_kernels_request(const std::string& target_name) {
   request.label = "kda_runtime_test.cu";
   request.target = *find_target(target_name);
   request.entry_points = {"kda_test_mma", "kda_test_smem_reverse"};
+  return request;
+}
+
+CompileRequest framed_kernel_request(const std::string& target_name) {
+  CompileRequest request;
+  request.source = test::k_static_smem_frame_kernel;
+  request.label = "kda_runtime_test_frame.cu";
+  request.target = *find_target(target_name);
+  request.entry_points = {"kda_test_static_smem_frame"};
   return request;
 }
 
@@ -202,20 +214,47 @@ TEST_CASE("gpu: cuTensorMapEncodeTiled accepts the checked maps and refuses the 
 }
 
 TEST_CASE("gpu: the driver's registers, stack and static SMEM are the module's recorded resources", "[gpu][runtime]") {
-  // What the cache records per entry point (registers and stack frame from
-  // the cubin, static SMEM from ptxas) against the loaded function's own
-  // attributes, for the two test kernels (one with dynamic SMEM only).
+  // What the cache records per entry point (registers, stack frame and static
+  // SMEM from the cubin) against the loaded function's own attributes, for the
+  // test kernels: dynamic SMEM only, none, and 1200 static bytes with a frame.
   for (const char* target : {"sm_90", "sm_90a"}) {
-    const CompileRequest request = test_kernels_request(target);
-    const CompiledModule compiled = NvrtcCompiler().compile(request);
-    const LoadedModule module = LoadedModule::load(compiled.cubin, request.entry_points);
+    for (const CompileRequest& request : {test_kernels_request(target), framed_kernel_request(target)}) {
+      const CompiledModule compiled = NvrtcCompiler().compile(request);
+      const LoadedModule module = LoadedModule::load(compiled.cubin, request.entry_points);
+      for (const std::string& entry : request.entry_points) {
+        INFO(target << " " << entry);
+        const FunctionAttributes& a = module.function(entry).attributes;
+        const ResourceUsage& r = compiled.resources.at(entry);
+        CHECK(a.num_regs == r.registers);
+        CHECK(a.local_size_bytes == r.stack_frame_bytes);
+        CHECK(a.shared_size_bytes == r.static_smem_bytes);
+      }
+    }
+  }
+}
+
+TEST_CASE("gpu: a compile NVRTC serves from its own cache keeps every resource, spills included", "[gpu][runtime]") {
+  // With a driver present NVRTC caches compiles (CUDA_CACHE_PATH); the second
+  // compile of one source returns its cubin without ptxas lines. The module
+  // reports the same resources either way, and a kernel with a stack frame is
+  // compiled again past that cache for its spills rather than refused.
+  for (const CompileRequest& request : {test_kernels_request("sm_90a"), framed_kernel_request("sm_90a")}) {
+    const CompiledModule first = NvrtcCompiler().compile(request);
+    const CompiledModule second = NvrtcCompiler().compile(request);
+    CHECK(second.cubin == first.cubin);
     for (const std::string& entry : request.entry_points) {
-      INFO(target << " " << entry);
-      const FunctionAttributes& a = module.function(entry).attributes;
-      const ResourceUsage& r = compiled.resources.at(entry);
-      CHECK(a.num_regs == r.registers);
-      CHECK(a.local_size_bytes == r.stack_frame_bytes);
-      CHECK(a.shared_size_bytes == r.static_smem_bytes);
+      INFO(entry << "\nfirst log:\n" << first.log << "\nsecond log:\n" << second.log);
+      CHECK(second.resources.at(entry) == first.resources.at(entry));
+      if (first.resources.at(entry).stack_frame_bytes > 0) {
+        CHECK(parse_ptxas_resource_log(second.log).contains(entry));
+      }
+    }
+    if (std::getenv("CUDA_CACHE_DISABLE") == nullptr) {
+      // the second compile was served from NVRTC's cache: without a frame the
+      // log says so; with one, the probe compile's log replaced it
+      const bool framed = request.entry_points.front() == "kda_test_static_smem_frame";
+      INFO(second.log);
+      CHECK_THAT(second.log, Contains(framed ? "kdajit_ptxas_log_probe_" : "kdajit: note: this log has no ptxas lines"));
     }
   }
 }

@@ -151,22 +151,35 @@ TEST_CASE("nvrtc compiler: concurrent compiles agree with a serial one", "[runti
   }
 }
 
-TEST_CASE("nvrtc compiler: registers and stack frame come from the cubin", "[runtime][nvrtc]") {
+TEST_CASE("nvrtc compiler: registers, stack frame and static SMEM come from the cubin", "[runtime][nvrtc]") {
   const runtime::NvrtcCompiler compiler;
-  for (const char* name : {"sm_80", "sm_90a", "sm_100a", "sm_120a"}) {
-    INFO("target " << name);
-    const CompiledModule module = compiler.compile(test_kernels_request(target_named(name)));
-    const std::map<std::string, runtime::CubinResources> recorded = runtime::cubin_resources(module.cubin);
-    const std::map<std::string, runtime::ResourceUsage> logged = runtime::parse_ptxas_resource_log(module.log);
-    for (const std::string entry : {"kda_test_mma", "kda_test_smem_reverse"}) {
-      INFO(entry);
-      REQUIRE(recorded.contains(entry));
-      REQUIRE(logged.contains(entry));
-      // the cubin and ptxas agree, and the module reports the cubin's figures
-      CHECK(recorded.at(entry).registers == logged.at(entry).registers);
-      CHECK(recorded.at(entry).stack_frame_bytes == logged.at(entry).stack_frame_bytes);
-      CHECK(module.resources.at(entry).registers == recorded.at(entry).registers);
+  CompileRequest framed;
+  framed.source = test::k_static_smem_frame_kernel;
+  framed.label = "kda_runtime_test_frame.cu";
+  framed.entry_points = {"kda_test_static_smem_frame"};
+  for (const Target& target : all_targets()) {
+    INFO("target " << target.name);
+    framed.target = target;
+    for (const CompileRequest& request : {test_kernels_request(target), framed}) {
+      const CompiledModule module = compiler.compile(request);
+      const std::map<std::string, runtime::CubinResources> recorded = runtime::cubin_resources(module.cubin);
+      const std::map<std::string, runtime::ResourceUsage> logged = runtime::parse_ptxas_resource_log(module.log);
+      for (const std::string& entry : request.entry_points) {
+        INFO(entry);
+        REQUIRE(recorded.contains(entry));
+        REQUIRE(logged.contains(entry));
+        // the cubin and ptxas agree, and the module reports the cubin's figures
+        CHECK(recorded.at(entry).registers == logged.at(entry).registers);
+        CHECK(recorded.at(entry).stack_frame_bytes == logged.at(entry).stack_frame_bytes);
+        CHECK(recorded.at(entry).static_smem_bytes == logged.at(entry).static_smem_bytes);
+        CHECK(module.resources.at(entry).registers == recorded.at(entry).registers);
+        CHECK(module.resources.at(entry).static_smem_bytes == recorded.at(entry).static_smem_bytes);
+      }
     }
+    const CompiledModule module = compiler.compile(framed);
+    const runtime::ResourceUsage& r = module.resources.at("kda_test_static_smem_frame");
+    CHECK(r.static_smem_bytes == 1200);
+    CHECK(r.stack_frame_bytes >= 256);
   }
   CHECK(runtime::cubin_resources({}).empty());
   CHECK(runtime::cubin_resources({0x7f, 'E', 'L', 'F'}).empty());
@@ -175,6 +188,7 @@ TEST_CASE("nvrtc compiler: registers and stack frame come from the cubin", "[run
 TEST_CASE("entry resources: the cubin's figures, the log's spills, refused when unknowable", "[runtime][nvrtc]") {
   runtime::CubinResources cubin;
   cubin.registers = 168;
+  cubin.static_smem_bytes = 1024;
   runtime::ResourceUsage log;
   log.static_smem_bytes = 1024;
   log.registers = 1; // the cubin wins
@@ -199,6 +213,16 @@ TEST_CASE("entry resources: the cubin's figures, the log's spills, refused when 
   const auto framed = runtime::entry_resources("k", &cubin, nullptr);
   REQUIRE(std::holds_alternative<std::string>(framed));
   CHECK_THAT(std::get<std::string>(framed), Contains("256-byte stack frame but the ptxas log does not list it"));
+  // the cubin and ptxas disagree on static SMEM, or the cubin's section is unreadable
+  cubin.stack_frame_bytes = 0;
+  log.static_smem_bytes = 2048;
+  const auto disagree = runtime::entry_resources("k", &cubin, &log);
+  REQUIRE(std::holds_alternative<std::string>(disagree));
+  CHECK_THAT(std::get<std::string>(disagree), Contains("the cubin records 1024 bytes of static SMEM, ptxas 2048"));
+  cubin.static_smem_bytes = -1;
+  const auto short_section = runtime::entry_resources("k", &cubin, nullptr);
+  REQUIRE(std::holds_alternative<std::string>(short_section));
+  CHECK_THAT(std::get<std::string>(short_section), Contains("smaller than the 1024-byte system reserve"));
   // nothing in the cubin
   const auto none = runtime::entry_resources("k", nullptr, &log);
   REQUIRE(std::holds_alternative<std::string>(none));
