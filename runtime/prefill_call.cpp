@@ -175,18 +175,24 @@ bool launches(const EntryPlan& e, const ProblemShape& p) {
   return e.role != KernelRole::sequence_table || p.num_seqs > k_warp_table_max_sequences;
 }
 
-// Every entry of a plan takes the same parameter struct (the plan's ABI), so
-// a call packs it once per set of values and launches each entry with it.
-// `order`: programmatic only where the kernel before it on `stream` is this
-// call's (the sequential path) and the plan asks for it.
-void launch_entry(const runtime::LoadedModule& module, const EntryPlan& e, runtime::Dim3 grid,
-                  const std::vector<std::uint8_t>& params, CUstream stream,
-                  const runtime::LaunchAttributes& attributes = {}) {
-  void* kernel_args[] = {const_cast<std::uint8_t*>(params.data())}; // the driver copies the struct
-  runtime::launch(module.function(e.entry_name).function, grid, {static_cast<unsigned>(e.launch.threads), 1, 1},
-                  static_cast<unsigned>(e.launch.dynamic_smem), stream, kernel_args, attributes);
+// The entry's launch for a call of shape p, but for its parameter struct.
+ResolvedLaunch resolve_launch(const runtime::LoadedModule& module, const EntryPlan& e, runtime::Dim3 grid,
+                              const runtime::LaunchAttributes& attributes = {}) {
+  ResolvedLaunch l;
+  l.function = module.function(e.entry_name).function;
+  l.grid = grid;
+  l.block = {static_cast<unsigned>(e.launch.threads), 1, 1};
+  l.dynamic_smem = static_cast<unsigned>(e.launch.dynamic_smem);
+  l.attributes = attributes;
+  return l;
 }
 
+// Every entry of a plan takes the same parameter struct (the plan's ABI), so
+// a call packs it once per set of values and launches each entry with it.
+void launch_resolved(const ResolvedLaunch& l, const std::vector<std::uint8_t>& params, CUstream stream) {
+  void* kernel_args[] = {const_cast<std::uint8_t*>(params.data())}; // the driver copies the struct
+  runtime::launch(l.function, l.grid, l.block, l.dynamic_smem, stream, kernel_args, l.attributes);
+}
 
 } // namespace
 
@@ -278,41 +284,59 @@ OverlapDecision decide_overlap(const KernelPlan& plan, const runtime::LoadedModu
   return decision;
 }
 
-// The overlapped launch (runtime/prepare_overlap.hpp): chunk offsets and the
-// leading prepare kernel on the caller's stream; the recurrence on the side
-// stream, forked after the leading prepare; the rest of the chunks prepared
-// beside it; the caller's stream joined to the side stream.
-void launch_overlapped(const KernelPlan& plan, const runtime::LoadedModule& module, const ProblemShape& p,
-                       const OverlapDecision& decision, ArgValues& values, CUstream stream,
-                       const OverlapChannel& channel) {
+OverlappedLaunches overlapped_launches(const KernelPlan& plan, const runtime::LoadedModule& module,
+                                       const ProblemShape& p, const OverlapDecision& decision) {
   const EntryPlan* prepare = entry_with_role(plan, KernelRole::prepare);
   const EntryPlan* recurrence = entry_with_role(plan, KernelRole::recurrence);
-  values.set("ready_flags", static_cast<const void*>(channel.flags.flags));
-  values.set("ready_epoch", static_cast<std::int32_t>(channel.flags.epoch));
-  values.set("chunk_major", std::int32_t{1});
-  values.set("chunk_begin", std::int32_t{0});
+  if (!decision.overlap || prepare == nullptr || recurrence == nullptr) {
+    throw InternalError(fmt::format("plan {}: an overlapped launch without the overlap or its kernels",
+                                    plan.schedule_name));
+  }
+  OverlappedLaunches l;
   for (const EntryPlan& e : plan.entries) {
     if (e.role == KernelRole::sequence_table && launches(e, p)) {
-      launch_entry(module, e, grid_of(e, p, plan), values.packed(), stream);
+      l.tables.push_back(resolve_launch(module, e, grid_of(e, p, plan)));
     }
   }
   auto prepare_grid = [&](std::int64_t count) {
     return runtime::Dim3{static_cast<unsigned>(p.heads), static_cast<unsigned>(p.num_seqs),
                          static_cast<unsigned>(count)};
   };
-  launch_entry(module, *prepare, prepare_grid(decision.lead_chunks), values.packed(), stream);
+  l.lead_prepare = resolve_launch(module, *prepare, prepare_grid(decision.lead_chunks));
+  l.rest_prepare = resolve_launch(module, *prepare, prepare_grid(decision.chunk_extent - decision.lead_chunks));
+  l.recurrence = resolve_launch(module, *recurrence, grid_of(*recurrence, p, plan));
+  l.lead_chunks = static_cast<std::int32_t>(decision.lead_chunks);
+  return l;
+}
+
+// The overlapped launch (runtime/prepare_overlap.hpp): chunk offsets and the
+// leading prepare kernel on the caller's stream; the recurrence on the side
+// stream, forked after the leading prepare; the rest of the chunks prepared
+// beside it; the caller's stream joined to the side stream.
+void launch_overlapped(const OverlappedLaunches& l, ArgValues& values, CUstream stream,
+                       const OverlapChannel& channel) {
+  values.set("ready_flags", static_cast<const void*>(channel.flags.flags));
+  values.set("ready_epoch", static_cast<std::int32_t>(channel.flags.epoch));
+  values.set("chunk_major", std::int32_t{1});
+  values.set("chunk_begin", std::int32_t{0});
+  const std::vector<std::uint8_t>& params = values.packed();
+  for (const ResolvedLaunch& table : l.tables) {
+    launch_resolved(table, params, stream);
+  }
+  launch_resolved(l.lead_prepare, params, stream);
   KDA_CU(cuEventRecord, channel.prepared, stream);
   // The rest of the chunks are enqueued before the recurrence that waits for
   // them, and nothing orders them after it: where kernels run one at a time
   // (CUDA_LAUNCH_BLOCKING, a sanitizer) every flag is set before the
   // recurrence starts; otherwise both start when the leading prepare ends.
-  values.set("chunk_begin", static_cast<std::int32_t>(decision.lead_chunks));
-  const std::vector<std::uint8_t>& params = values.packed();
-  launch_entry(module, *prepare, prepare_grid(decision.chunk_extent - decision.lead_chunks), params, stream);
+  // (The driver copied the struct at each launch: changing it now is safe.)
+  values.set("chunk_begin", l.lead_chunks);
+  launch_resolved(l.rest_prepare, params, stream);
   KDA_CU(cuStreamWaitEvent, channel.side, channel.prepared, 0u);
   // the side stream's priority, explicitly: a captured launch keeps it
-  launch_entry(module, *recurrence, grid_of(*recurrence, p, plan), params, channel.side,
-               {runtime::StreamOrder::serialized, channel.priority});
+  ResolvedLaunch recurrence = l.recurrence;
+  recurrence.attributes.priority = channel.priority;
+  launch_resolved(recurrence, params, channel.side);
   KDA_CU(cuEventRecord, channel.finished, channel.side);
   KDA_CU(cuStreamWaitEvent, stream, channel.finished, 0u);
 }
@@ -366,19 +390,26 @@ ArgValues call_values(const KernelPlan& plan, const ProblemShape& p, const Prefi
   return values;
 }
 
-void launch_sequential(const KernelPlan& plan, const runtime::LoadedModule& module, const ProblemShape& p,
-                       const ArgValues& values, CUstream stream) {
-  const std::vector<std::uint8_t>& params = values.packed();
-  bool first = true;
+std::vector<ResolvedLaunch> sequential_launches(const KernelPlan& plan, const runtime::LoadedModule& module,
+                                                const ProblemShape& p) {
+  std::vector<ResolvedLaunch> out;
   for (const EntryPlan& e : plan.entries) {
     if (launches(e, p)) {
       // a kernel that starts early never does so as the call's first one (the
       // kernel before it would be the caller's)
-      const bool early = e.launch.programmatic && !first;
-      launch_entry(module, e, grid_of(e, p, plan), params, stream,
-                   {early ? runtime::StreamOrder::programmatic : runtime::StreamOrder::serialized, std::nullopt});
-      first = false;
+      const bool early = e.launch.programmatic && !out.empty();
+      out.push_back(resolve_launch(
+          module, e, grid_of(e, p, plan),
+          {early ? runtime::StreamOrder::programmatic : runtime::StreamOrder::serialized, std::nullopt}));
     }
+  }
+  return out;
+}
+
+void launch_sequential(const std::vector<ResolvedLaunch>& launches, const ArgValues& values, CUstream stream) {
+  const std::vector<std::uint8_t>& params = values.packed();
+  for (const ResolvedLaunch& l : launches) {
+    launch_resolved(l, params, stream);
   }
 }
 

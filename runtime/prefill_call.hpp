@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
 namespace kda {
 
@@ -76,9 +77,38 @@ void set_call_values(ArgValues& values, const KernelPlan& plan, const ProblemSha
 /// set_call_values.
 ArgValues call_values(const KernelPlan& plan, const ProblemShape& p, const PrefillArgs& args, const CallBuffers& buffers);
 
-/// The plan's entries one after the other on `stream`.
-void launch_sequential(const KernelPlan& plan, const runtime::LoadedModule& module, const ProblemShape& p,
-                       const ArgValues& values, CUstream stream);
+/// One launch of a call with everything but the parameter struct resolved:
+/// the loaded function, the grid of the call's shape, the block, the dynamic
+/// shared memory and how it is ordered on its stream.
+struct ResolvedLaunch {
+  CUfunction function = nullptr;
+  runtime::Dim3 grid;
+  runtime::Dim3 block;
+  unsigned dynamic_smem = 0;
+  runtime::LaunchAttributes attributes;
+};
+
+/// The sequential path's launches for a call of shape `p`: every entry that
+/// launches, in plan order, a programmatic one early where the kernel before
+/// it is the call's. A plan resolves them once; an eager call per call.
+std::vector<ResolvedLaunch> sequential_launches(const KernelPlan& plan, const runtime::LoadedModule& module,
+                                                const ProblemShape& p);
+
+/// The overlapped path's launches (runtime/prepare_overlap.hpp): the sequence
+/// table kernels and the leading prepare on the caller's stream, the rest of
+/// the chunks beside the recurrence, the recurrence on the side stream.
+struct OverlappedLaunches {
+  std::vector<ResolvedLaunch> tables;
+  ResolvedLaunch lead_prepare;
+  ResolvedLaunch rest_prepare;
+  ResolvedLaunch recurrence;
+  std::int32_t lead_chunks = 0; ///< the rest's first local chunk
+};
+OverlappedLaunches overlapped_launches(const KernelPlan& plan, const runtime::LoadedModule& module,
+                                       const ProblemShape& p, const OverlapDecision& decision);
+
+/// `launches` one after the other on `stream`, each with the values' struct.
+void launch_sequential(const std::vector<ResolvedLaunch>& launches, const ArgValues& values, CUstream stream);
 
 /// Whether and how the prepare kernel runs beside the recurrence.
 OverlapDecision decide_overlap(const KernelPlan& plan, const runtime::LoadedModule& module, const CallSetup& s,
@@ -95,10 +125,9 @@ struct OverlapChannel {
   int priority = 0;           ///< `side`'s, given to the recurrence's launch
 };
 
-/// The overlapped launch (runtime/prepare_overlap.hpp); sets the overlap's
-/// values (ready flags, chunk order and range) in `values`.
-void launch_overlapped(const KernelPlan& plan, const runtime::LoadedModule& module, const ProblemShape& p,
-                       const OverlapDecision& decision, ArgValues& values, CUstream stream,
+/// The overlapped launch; sets the overlap's values (ready flags, chunk
+/// order and range) in `values`.
+void launch_overlapped(const OverlappedLaunches& launches, ArgValues& values, CUstream stream,
                        const OverlapChannel& channel);
 
 /// Records of the workspace (the ready flags' count): an upper bound of the

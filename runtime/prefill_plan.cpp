@@ -43,6 +43,8 @@ struct PrefillPlan::State {
   void* context = nullptr;
   std::int64_t workspace_bytes = 0;
   OverlapDecision overlap;
+  std::vector<ResolvedLaunch> sequential;  ///< the sequential path's launches
+  std::optional<OverlappedLaunches> overlapped; ///< the overlapped path's, when it overlaps
   std::int64_t flags_offset = 0; ///< where the ready flags start in the workspace
   std::int64_t flag_count = 0;
   CaptureLane capture;
@@ -119,7 +121,10 @@ PrefillPlan::PrefillPlan(const PrefillArgs& signature, const PrefillOptions& opt
   m->schedule = plan.schedule_name;
   m->target = plan.target.name;
   m->overlap = decide_overlap(plan, *m->kernel.module, m->setup, options);
+  // also taken by an overlapping plan when another capture holds its side stream
+  m->sequential = sequential_launches(plan, *m->kernel.module, m->problem);
   if (m->overlap.overlap) {
+    m->overlapped = overlapped_launches(plan, *m->kernel.module, m->problem, m->overlap);
     m->flags_offset = (m->workspace_bytes + 255) / 256 * 256;
     m->flag_count = workspace_records(plan, m->problem);
     m->workspace_bytes = m->flags_offset + m->flag_count * 4;
@@ -204,23 +209,23 @@ void PrefillPlan::run(const PrefillArgs& args, void* workspace, std::int64_t wor
   set_call_values(values, plan, p, args, buffers);
   const CUstream stream = static_cast<CUstream>(args.stream);
   if (!m->overlap.overlap) {
-    launch_sequential(plan, *m->kernel.module, p, values, stream);
+    launch_sequential(m->sequential, values, stream);
     return;
   }
   const ReadyFlags flags{reinterpret_cast<std::uint32_t*>(buffers.workspace + m->flags_offset), 1};
   if (!stream_is_capturing(stream)) {
     const OverlapLane lane = lock_overlap_lane(*m->lane);
-    launch_overlapped(plan, *m->kernel.module, p, m->overlap, values, stream,
+    launch_overlapped(*m->overlapped, values, stream,
                       OverlapChannel{lane.side, lane.prepared, lane.finished, flags, lane.priority});
     return;
   }
   std::lock_guard lock(m->capture.mutex);
   if (stream_is_capturing(m->capture.side)) {
     // another capture of this plan, not yet ended, holds the side stream
-    launch_sequential(plan, *m->kernel.module, p, values, stream);
+    launch_sequential(m->sequential, values, stream);
     return;
   }
-  launch_overlapped(plan, *m->kernel.module, p, m->overlap, values, stream,
+  launch_overlapped(*m->overlapped, values, stream,
                     OverlapChannel{m->capture.side, m->capture.prepared, m->capture.finished, flags,
                                    m->capture.priority});
 }
