@@ -60,6 +60,44 @@ std::optional<std::size_t> ArgValues::index_of(std::string_view name) const {
   return std::nullopt;
 }
 
+ArgSlot ArgSlotFinder::operator()(std::string_view name) {
+  ArgSlot slot;
+  slot.abi = m_abi;
+  const std::size_t n = m_abi->fields.size();
+  std::size_t i = m_cursor < n ? m_cursor : 0;
+  for (std::size_t step = 0; step < n; ++step) {
+    const ArgField& f = m_abi->fields[i];
+    if (f.name == name) {
+      slot.index = static_cast<std::int32_t>(i);
+      slot.offset = static_cast<std::int32_t>(f.offset);
+      slot.type = f.type;
+      m_cursor = i + 1;
+      break;
+    }
+    i = i + 1 == n ? 0 : i + 1;
+  }
+  return slot;
+}
+
+ArgValues& ArgValues::set(const ArgSlot& slot, const ArgValue& value) {
+  if (slot.abi != m_abi) {
+    throw InternalError("launcher: an argument slot of another ABI");
+  }
+  if (!slot.present()) {
+    return *this;
+  }
+  const auto i = static_cast<std::size_t>(slot.index);
+  const void* data = nullptr;
+  std::size_t size = 0;
+  if (!bytes_of(slot.type, value, data, size)) {
+    m_slots[i] = Slot::wrong_type;
+    return *this;
+  }
+  std::memcpy(m_bytes.data() + slot.offset, data, size);
+  m_slots[i] = Slot::set;
+  return *this;
+}
+
 ArgValues& ArgValues::set(std::string_view name, const ArgValue& value) {
   const std::optional<std::size_t> i = index_of(name);
   if (!i) {

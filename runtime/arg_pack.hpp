@@ -19,6 +19,31 @@ namespace kda {
 using TensorMapValue = std::array<std::uint64_t, 16>; ///< CUtensorMap bytes
 using ArgValue = std::variant<const void*, std::int64_t, std::int32_t, float, TensorMapValue>;
 
+/// One field of an ABI resolved once by name: where its bytes go and their
+/// type, so that setting it on a call's dispatch path reads no field names
+/// (an ABI's fields, names and declarations included, span dozens of cache
+/// lines, which a call finds cold after the driver's work).
+struct ArgSlot {
+  const ArgAbi* abi = nullptr; ///< the ABI it was resolved in
+  std::int32_t index = -1;     ///< -1: the ABI has no such field (setting it does nothing)
+  std::int32_t offset = 0;
+  ArgType type = ArgType::pointer;
+  bool present() const { return index >= 0; }
+};
+
+/// Resolves fields of one ABI by name; each search starts after the field
+/// last found, so names asked in ABI order cost one comparison each.
+class ArgSlotFinder {
+public:
+  explicit ArgSlotFinder(const ArgAbi& abi) : m_abi(&abi) {}
+  /// The field `name` (not present() when the ABI has none).
+  ArgSlot operator()(std::string_view name);
+
+private:
+  const ArgAbi* m_abi;
+  std::size_t m_cursor = 0;
+};
+
 /// Named values for one launch, written straight into the parameter struct
 /// of the ABI they are made for. set() looks the name up from the field after
 /// the last one set, so a caller that sets the fields in ABI order
@@ -30,6 +55,9 @@ class ArgValues {
 public:
   explicit ArgValues(const ArgAbi& abi);
   ArgValues& set(std::string_view name, const ArgValue& value);
+  /// The same for a field resolved by slot_of() in this ABI (InternalError
+  /// for another ABI's slot).
+  ArgValues& set(const ArgSlot& slot, const ArgValue& value);
   /// The value set for `name`, if any (of its field's type).
   std::optional<ArgValue> find(std::string_view name) const;
   const ArgAbi& abi() const { return *m_abi; }

@@ -124,7 +124,8 @@ PrefillResult recurrent_kda_prefill(const PrefillArgs& args, const PrefillOption
   // held until the last launch is enqueued (runtime/stream_workspace.hpp)
   StreamLease scratch = lease_stream_scratch(args.stream);
   buffers.workspace = static_cast<std::uint8_t*>(scratch.workspace(call_workspace_bytes(plan, p)));
-  ArgValues values = call_values(plan, p, args, buffers);
+  const CallFields fields = call_fields(plan);
+  ArgValues values = call_values(plan, fields, p, args, buffers);
   const OverlapDecision overlap = decide_overlap(plan, *k.module, s, options);
   result.prepare_overlapped = overlap.overlap;
   result.prepare_overlap_reason = overlap.reason;
@@ -132,7 +133,7 @@ PrefillResult recurrent_kda_prefill(const PrefillArgs& args, const PrefillOption
   if (overlap.overlap) {
     const ReadyFlags flags = scratch.ready_flags(workspace_records(plan, p));
     const OverlapLane lane = acquire_overlap_lane(runtime::ensure_current_context());
-    launch_overlapped(overlapped_launches(plan, *k.module, p, overlap), values, stream,
+    launch_overlapped(overlapped_launches(plan, *k.module, p, overlap), fields, values, stream,
                       OverlapChannel{lane.side, lane.prepared, lane.finished, flags, lane.priority});
   } else {
     launch_sequential(sequential_launches(plan, *k.module, p), values, stream);

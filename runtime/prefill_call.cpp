@@ -132,25 +132,19 @@ std::int64_t sequence_table_bytes(const ProblemShape& p) {
 // (KernelPlan::tile_tensor_maps): each token tensor as [tokens][heads][128]
 // bf16 rows, encoded by the driver per call (the addresses change). No
 // tokens: zero maps, never read.
-void set_tile_tensor_maps(const TileTensorMapPlan& maps, const KernelPlan& plan, const ProblemShape& p,
-                          const PrefillArgs& args, ArgValues& values) {
-  for (const std::string& tensor : maps.tensors) {
-    const std::string name = "tma_" + tensor;
-    const TensorRef* ref = tensor == "q" ? &args.q : tensor == "k" ? &args.k : tensor == "g" ? &args.g
-                         : tensor == "v" ? &args.v : nullptr;
-    if (ref == nullptr) {
-      throw InternalError(fmt::format("plan {} asks for a tensor map of '{}', which no argument is", plan.schedule_name,
-                                      tensor));
-    }
+void set_tile_tensor_maps(const TileTensorMapPlan& maps, const std::vector<TensorMapField>& fields,
+                          const KernelPlan& plan, const ProblemShape& p, const PrefillArgs& args, ArgValues& values) {
+  for (const TensorMapField& f : fields) {
     if (p.total_tokens == 0) {
-      values.set(name, TensorMapValue{});
+      values.set(f.slot, TensorMapValue{});
       continue;
     }
     const TensorMapRequest r = swizzled_rows_tensor_map(
-        reinterpret_cast<std::uint64_t>(ref->data), TmaDataType::bf16, static_cast<std::uint64_t>(p.total_tokens),
-        static_cast<std::uint64_t>(p.heads), static_cast<std::uint32_t>(plan.tiles.head_dim),
-        static_cast<std::uint32_t>(maps.box_cols), static_cast<std::uint32_t>(maps.box_rows));
-    values.set(name, runtime::encode_tensor_map(r, name));
+        reinterpret_cast<std::uint64_t>((args.*f.tensor).data), TmaDataType::bf16,
+        static_cast<std::uint64_t>(p.total_tokens), static_cast<std::uint64_t>(p.heads),
+        static_cast<std::uint32_t>(plan.tiles.head_dim), static_cast<std::uint32_t>(maps.box_cols),
+        static_cast<std::uint32_t>(maps.box_rows));
+    values.set(f.slot, runtime::encode_tensor_map(r, f.name));
   }
 }
 
@@ -313,12 +307,12 @@ OverlappedLaunches overlapped_launches(const KernelPlan& plan, const runtime::Lo
 // leading prepare kernel on the caller's stream; the recurrence on the side
 // stream, forked after the leading prepare; the rest of the chunks prepared
 // beside it; the caller's stream joined to the side stream.
-void launch_overlapped(const OverlappedLaunches& l, ArgValues& values, CUstream stream,
+void launch_overlapped(const OverlappedLaunches& l, const CallFields& fields, ArgValues& values, CUstream stream,
                        const OverlapChannel& channel) {
-  values.set("ready_flags", static_cast<const void*>(channel.flags.flags));
-  values.set("ready_epoch", static_cast<std::int32_t>(channel.flags.epoch));
-  values.set("chunk_major", std::int32_t{1});
-  values.set("chunk_begin", std::int32_t{0});
+  values.set(fields.ready_flags, static_cast<const void*>(channel.flags.flags));
+  values.set(fields.ready_epoch, static_cast<std::int32_t>(channel.flags.epoch));
+  values.set(fields.chunk_begin, std::int32_t{0});
+  values.set(fields.chunk_major, std::int32_t{1});
   const std::vector<std::uint8_t>& params = values.packed();
   for (const ResolvedLaunch& table : l.tables) {
     launch_resolved(table, params, stream);
@@ -330,7 +324,7 @@ void launch_overlapped(const OverlappedLaunches& l, ArgValues& values, CUstream 
   // (CUDA_LAUNCH_BLOCKING, a sanitizer) every flag is set before the
   // recurrence starts; otherwise both start when the leading prepare ends.
   // (The driver copied the struct at each launch: changing it now is safe.)
-  values.set("chunk_begin", l.lead_chunks);
+  values.set(fields.chunk_begin, l.lead_chunks);
   launch_resolved(l.rest_prepare, params, stream);
   KDA_CU(cuStreamWaitEvent, channel.side, channel.prepared, 0u);
   // the side stream's priority, explicitly: a captured launch keeps it
@@ -365,28 +359,73 @@ ArgValues shape_values(const KernelPlan& plan, const ProblemShape& p, const Pref
   return values;
 }
 
-void set_call_values(ArgValues& values, const KernelPlan& plan, const ProblemShape& p, const PrefillArgs& args,
-                     const CallBuffers& b) {
-  values.set("q", args.q.data).set("k", args.k.data).set("v", args.v.data).set("g", args.g.data);
-  values.set("beta", args.beta.data).set("a_log", args.a_log.data).set("dt_bias", args.dt_bias.data);
-  values.set("out", b.out);
-  values.set("state_in", b.state_in).set("state_out", static_cast<const void*>(b.state_out));
-  values.set("cu_seqlens", args.cu_seqlens.data);
-  values.set("chunk_offsets", static_cast<const void*>(b.workspace));
-  values.set("workspace", static_cast<const void*>(b.workspace + sequence_table_bytes(p)));
-  values.set("scale", static_cast<float>(args.scale));
-  values.set("ready_flags", static_cast<const void*>(nullptr));
-  values.set("state_indices", args.ssm_state_indices.data);
-  values.set("seq_order", args.seq_order.data);
-  values.set("checkpoints", args.state_checkpoints.data).set("checkpoint_starts", args.checkpoint_cu_starts.data);
+CallFields call_fields(const KernelPlan& plan) {
+  const ArgAbi& abi = plan.abi;
+  CallFields f;
+  ArgSlotFinder slot(abi); // asked in the ABI's order (compiler/lower/plan_arg_abi.cpp)
+  f.q = slot("q");
+  f.k = slot("k");
+  f.v = slot("v");
+  f.g = slot("g");
+  f.beta = slot("beta");
+  f.a_log = slot("a_log");
+  f.dt_bias = slot("dt_bias");
+  f.out = slot("out");
+  f.state_in = slot("state_in");
+  f.state_out = slot("state_out");
+  f.cu_seqlens = slot("cu_seqlens");
+  f.chunk_offsets = slot("chunk_offsets");
+  f.workspace = slot("workspace");
+  f.scale = slot("scale");
+  f.ready_flags = slot("ready_flags");
+  f.ready_epoch = slot("ready_epoch");
+  f.chunk_begin = slot("chunk_begin");
+  f.chunk_major = slot("chunk_major");
+  f.state_indices = slot("state_indices");
+  f.seq_order = slot("seq_order");
+  f.checkpoints = slot("checkpoints");
+  f.checkpoint_starts = slot("checkpoint_starts");
   if (plan.tile_tensor_maps) {
-    set_tile_tensor_maps(*plan.tile_tensor_maps, plan, p, args, values);
+    for (const std::string& tensor : plan.tile_tensor_maps->tensors) {
+      const TensorRef PrefillArgs::*ref = tensor == "q"   ? &PrefillArgs::q
+                                          : tensor == "k" ? &PrefillArgs::k
+                                          : tensor == "g" ? &PrefillArgs::g
+                                          : tensor == "v" ? &PrefillArgs::v
+                                                          : nullptr;
+      if (ref == nullptr) {
+        throw InternalError(fmt::format("plan {} asks for a tensor map of '{}', which no argument is",
+                                        plan.schedule_name, tensor));
+      }
+      const std::string name = "tma_" + tensor;
+      f.tensor_maps.push_back({slot(name), ref, name});
+    }
+  }
+  return f;
+}
+
+void set_call_values(ArgValues& values, const CallFields& f, const KernelPlan& plan, const ProblemShape& p,
+                     const PrefillArgs& args, const CallBuffers& b) {
+  values.set(f.q, args.q.data).set(f.k, args.k.data).set(f.v, args.v.data).set(f.g, args.g.data);
+  values.set(f.beta, args.beta.data).set(f.a_log, args.a_log.data).set(f.dt_bias, args.dt_bias.data);
+  values.set(f.out, b.out);
+  values.set(f.state_in, b.state_in).set(f.state_out, static_cast<const void*>(b.state_out));
+  values.set(f.cu_seqlens, args.cu_seqlens.data);
+  values.set(f.chunk_offsets, static_cast<const void*>(b.workspace));
+  values.set(f.workspace, static_cast<const void*>(b.workspace + sequence_table_bytes(p)));
+  values.set(f.scale, static_cast<float>(args.scale));
+  values.set(f.ready_flags, static_cast<const void*>(nullptr));
+  values.set(f.state_indices, args.ssm_state_indices.data);
+  values.set(f.seq_order, args.seq_order.data);
+  values.set(f.checkpoints, args.state_checkpoints.data).set(f.checkpoint_starts, args.checkpoint_cu_starts.data);
+  if (plan.tile_tensor_maps) {
+    set_tile_tensor_maps(*plan.tile_tensor_maps, f.tensor_maps, plan, p, args, values);
   }
 }
 
-ArgValues call_values(const KernelPlan& plan, const ProblemShape& p, const PrefillArgs& args, const CallBuffers& b) {
+ArgValues call_values(const KernelPlan& plan, const CallFields& fields, const ProblemShape& p, const PrefillArgs& args,
+                      const CallBuffers& b) {
   ArgValues values = shape_values(plan, p, args);
-  set_call_values(values, plan, p, args, b);
+  set_call_values(values, fields, plan, p, args, b);
   return values;
 }
 

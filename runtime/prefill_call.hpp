@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace kda {
@@ -67,15 +68,34 @@ struct CallBuffers {
 /// plan's signature): sizes, strides, gate scale, checkpoint interval.
 ArgValues shape_values(const KernelPlan& plan, const ProblemShape& p, const PrefillArgs& args);
 
+/// A TMA tensor map field of the ABI and the argument it maps.
+struct TensorMapField {
+  ArgSlot slot;
+  const TensorRef PrefillArgs::*tensor = nullptr;
+  std::string name; ///< "tma_q", for errors
+};
+
+/// The fields of a plan's ABI that may change from call to call of one
+/// signature, resolved once (a plan keeps them; an eager call resolves them
+/// per call).
+struct CallFields {
+  ArgSlot q, k, v, g, beta, a_log, dt_bias, out, state_in, state_out, cu_seqlens, chunk_offsets, workspace, scale;
+  ArgSlot ready_flags, ready_epoch, chunk_begin, chunk_major; ///< the overlapped launch's
+  ArgSlot state_indices, seq_order, checkpoints, checkpoint_starts;
+  std::vector<TensorMapField> tensor_maps; ///< plans that load with TMA (KernelPlan::tile_tensor_maps)
+};
+CallFields call_fields(const KernelPlan& plan);
+
 /// The values that may change from call to call of one signature: every
 /// address, the workspace's, the q scale, the TMA tensor maps (the
 /// sequential path's: no ready flags).
-void set_call_values(ArgValues& values, const KernelPlan& plan, const ProblemShape& p, const PrefillArgs& args,
-                     const CallBuffers& buffers);
+void set_call_values(ArgValues& values, const CallFields& fields, const KernelPlan& plan, const ProblemShape& p,
+                     const PrefillArgs& args, const CallBuffers& buffers);
 
 /// Every argument value of the plan's ABI for this call: shape_values, then
 /// set_call_values.
-ArgValues call_values(const KernelPlan& plan, const ProblemShape& p, const PrefillArgs& args, const CallBuffers& buffers);
+ArgValues call_values(const KernelPlan& plan, const CallFields& fields, const ProblemShape& p, const PrefillArgs& args,
+                      const CallBuffers& buffers);
 
 /// One launch of a call with everything but the parameter struct resolved:
 /// the loaded function, the grid of the call's shape, the block, the dynamic
@@ -127,8 +147,8 @@ struct OverlapChannel {
 
 /// The overlapped launch; sets the overlap's values (ready flags, chunk
 /// order and range) in `values`.
-void launch_overlapped(const OverlappedLaunches& launches, ArgValues& values, CUstream stream,
-                       const OverlapChannel& channel);
+void launch_overlapped(const OverlappedLaunches& launches, const CallFields& fields, ArgValues& values,
+                       CUstream stream, const OverlapChannel& channel);
 
 /// Records of the workspace (the ready flags' count): an upper bound of the
 /// chunks of all sequences x heads.

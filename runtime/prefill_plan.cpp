@@ -40,6 +40,7 @@ struct PrefillPlan::State {
   ProblemShape problem; ///< a copy: the route memo owns setup.route
   CallKernel kernel;
   std::optional<ArgValues> shape_values; ///< the signature's; a run sets its own addresses on a copy
+  CallFields fields;                     ///< where a run's addresses go
   void* context = nullptr;
   std::int64_t workspace_bytes = 0;
   OverlapDecision overlap;
@@ -117,6 +118,7 @@ PrefillPlan::PrefillPlan(const PrefillArgs& signature, const PrefillOptions& opt
   m->kernel = prepare_call_kernel(m->setup, signature.lower_bound);
   const KernelPlan& plan = m->kernel.plan();
   m->shape_values.emplace(shape_values(plan, m->problem, signature));
+  m->fields = call_fields(plan);
   m->workspace_bytes = call_workspace_bytes(plan, m->problem);
   m->schedule = plan.schedule_name;
   m->target = plan.target.name;
@@ -206,7 +208,7 @@ void PrefillPlan::run(const PrefillArgs& args, void* workspace, std::int64_t wor
   buffers.workspace = static_cast<std::uint8_t*>(workspace);
   const KernelPlan& plan = m->kernel.plan();
   ArgValues values = *m->shape_values;
-  set_call_values(values, plan, p, args, buffers);
+  set_call_values(values, m->fields, plan, p, args, buffers);
   const CUstream stream = static_cast<CUstream>(args.stream);
   if (!m->overlap.overlap) {
     launch_sequential(m->sequential, values, stream);
@@ -215,7 +217,7 @@ void PrefillPlan::run(const PrefillArgs& args, void* workspace, std::int64_t wor
   const ReadyFlags flags{reinterpret_cast<std::uint32_t*>(buffers.workspace + m->flags_offset), 1};
   if (!stream_is_capturing(stream)) {
     const OverlapLane lane = lock_overlap_lane(*m->lane);
-    launch_overlapped(*m->overlapped, values, stream,
+    launch_overlapped(*m->overlapped, m->fields, values, stream,
                       OverlapChannel{lane.side, lane.prepared, lane.finished, flags, lane.priority});
     return;
   }
@@ -225,7 +227,7 @@ void PrefillPlan::run(const PrefillArgs& args, void* workspace, std::int64_t wor
     launch_sequential(m->sequential, values, stream);
     return;
   }
-  launch_overlapped(*m->overlapped, values, stream,
+  launch_overlapped(*m->overlapped, m->fields, values, stream,
                     OverlapChannel{m->capture.side, m->capture.prepared, m->capture.finished, flags,
                                    m->capture.priority});
 }

@@ -240,3 +240,43 @@ TEST_CASE("arg pack: values set in any order pack the same bytes", "[runtime][ar
   const ArgAbi copy = abi;
   CHECK(pack_args(copy, reversed) == pack_args(abi, in_order));
 }
+
+TEST_CASE("arg pack: values set through resolved slots pack as values set by name", "[runtime][arg_pack]") {
+  TileTensorMapPlan maps;
+  maps.tensors = {"q", "k", "g", "v"};
+  for (const ArgAbi& abi : {plan_arg_abi(), plan_arg_abi(maps)}) {
+    const std::vector<ArgValue> values = distinct_values(abi);
+    ArgValues by_name(abi);
+    ArgValues by_slot(abi);
+    // names asked out of ABI order too: the finder wraps around
+    ArgSlotFinder find(abi);
+    std::vector<ArgSlot> slots(abi.fields.size());
+    for (std::size_t i = abi.fields.size(); i-- > 0;) {
+      slots[i] = find(abi.fields[i].name);
+      REQUIRE(slots[i].present());
+      CHECK(slots[i].offset == abi.fields[i].offset);
+    }
+    for (std::size_t i = 0; i < abi.fields.size(); ++i) {
+      by_name.set(abi.fields[i].name, values[i]);
+      by_slot.set(slots[i], values[i]);
+    }
+    CHECK(pack_args(abi, by_slot) == pack_args(abi, by_name));
+    // a field the ABI lacks resolves to an absent slot, which sets nothing
+    const ArgSlot absent = find("not_a_field");
+    CHECK_FALSE(absent.present());
+    by_slot.set(absent, std::int64_t{42});
+    CHECK(pack_args(abi, by_slot) == pack_args(abi, by_name));
+  }
+}
+
+TEST_CASE("arg pack: a slot sets only its own ABI, with its field's type", "[runtime][arg_pack]") {
+  const ArgAbi abi = plan_arg_abi();
+  const ArgAbi other = plan_arg_abi();
+  ArgValues values = values_for(abi);
+  const ArgSlot foreign = ArgSlotFinder(other)("q");
+  CHECK_THROWS_MATCHES(values.set(foreign, static_cast<const void*>(nullptr)), InternalError,
+                       Catch::Matchers::Message("launcher: an argument slot of another ABI"));
+  values.set(ArgSlotFinder(abi)("heads"), std::int64_t{4}); // an i32 field
+  CHECK_THROWS_MATCHES(pack_args(abi, values), InternalError,
+                       Catch::Matchers::Message("launcher: kernel argument 'heads' has a value of the wrong type"));
+}
