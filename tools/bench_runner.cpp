@@ -224,9 +224,17 @@ public:
     const PrefillResult r = recurrent_kda_prefill(a, m_options);
     if (m_description.empty()) {
       m_description = r.schedule + " on " + r.target + (r.prepare_overlapped ? " (overlapped)" : "");
+      m_overlap = r.prepare_overlapped ? r.prepare_overlap_reason : "";
     }
   }
   /// "<schedule> on <target>" and how, after the first call.
+  /// The prepare overlap's decision when the calls took it, after the first call.
+  std::string prepare_overlap() const {
+    if (m_path == CallPath::eager) {
+      return m_overlap;
+    }
+    return m_plan->prepare_overlapped() ? m_plan->prepare_overlap_reason() : "";
+  }
   std::string description() const {
     if (m_path == CallPath::eager) {
       return m_description;
@@ -246,6 +254,7 @@ private:
   std::vector<CUgraphExec> m_graphs;
   CUstream m_stream = nullptr;
   std::string m_description;
+  std::string m_overlap;
 };
 
 } // namespace
@@ -270,6 +279,7 @@ Timing time_calls(const Workload& wl, int warmup, int iters, const PrefillOption
     }
   }
   t.schedule = caller.description();
+  t.prepare_overlap = caller.prepare_overlap();
   std::sort(ms.begin(), ms.end());
   t.median_ms = ms[ms.size() / 2];
   t.min_ms = ms.front();

@@ -70,6 +70,9 @@ struct Timing {
   double median_ms = 0.0;
   double min_ms = 0.0;
   std::string schedule; ///< "<schedule> on <target>"
+  /// Why the prepare kernel ran beside the recurrence, with the lead it took
+  /// ("on: 108 of 256 chunks per pair prepared first, ..."); empty when it did not.
+  std::string prepare_overlap;
 };
 
 /// How the timed calls are made: recurrent_kda_prefill; PrefillPlan::run

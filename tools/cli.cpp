@@ -103,7 +103,8 @@ usage:
       GB/s, ratio to the memory floor and to FlashKDA and FLA on the H200.
       --schedule S times schedule S wherever it is eligible (else refused);
       --no-overlap runs a prepare_overlap schedule's kernels one after the
-      other (the kernel column ends in (overlapped) when they ran together);
+      other (the kernel column ends in (overlapped) when they ran together,
+      and a line below it gives the model's decision and lead);
       --back-to-back also times N calls enqueued back to back between two
       events (a diagnostic: the host's time before each call's first launch
       hidden behind the call before).
