@@ -44,19 +44,20 @@ private:
   std::size_t m_cursor = 0;
 };
 
-/// Named values for one launch, written straight into the parameter struct
-/// of the ABI they are made for. set() looks the name up from the field after
-/// the last one set, so a caller that sets the fields in ABI order
-/// (prefill_call's call_values) pays one comparison per value, and pack_args
-/// hands out the bytes: this runs on every call's dispatch path
-/// (docs/runtime.md, host time). A name the ABI lacks is ignored; a value of
-/// the wrong type is remembered and reported by pack_args.
+/// Values for one launch, written straight into the parameter struct of the
+/// ABI they are made for, by name or by a resolved ArgSlot. set(name) looks
+/// the name up from the field after the last one set, so names set in ABI
+/// order (prefill_call's shape_values) cost one comparison each; the values
+/// that change per call go through slots (prefill_call's CallFields), which
+/// read no names at all, and packed() hands out the bytes (docs/runtime.md,
+/// host time). A name or slot the ABI lacks is ignored; a value of the wrong
+/// type is remembered and reported by pack_args.
 class ArgValues {
 public:
   explicit ArgValues(const ArgAbi& abi);
   ArgValues& set(std::string_view name, const ArgValue& value);
-  /// The same for a field resolved by slot_of() in this ABI (InternalError
-  /// for another ABI's slot).
+  /// The same for a field an ArgSlotFinder of this ABI resolved
+  /// (InternalError for another ABI's slot).
   ArgValues& set(const ArgSlot& slot, const ArgValue& value);
   /// The value set for `name`, if any (of its field's type).
   std::optional<ArgValue> find(std::string_view name) const;
