@@ -20,6 +20,9 @@ const std::vector<Target>& target_table() {
       {"sm_103a", 10, 3, ArchVariant::arch_specific, 232'448, 512, 128, {Family::warp_mma, Family::tcgen05}, 233'472,
        2048, "", false},
       {"sm_120a", 12, 0, ArchVariant::arch_specific, 101'376, 0, 0, {Family::warp_mma}, 102'400, 1536, "", false},
+      // Plain sm_120: its cubins run on every CC 12.x device (12.0 and 12.1,
+      // the latter without a target of its own here), NVRTC 12.8 builds it.
+      {"sm_120", 12, 0, ArchVariant::plain, 101'376, 0, 0, {Family::warp_mma}, 102'400, 1536, "", false},
       // The sm_90a proxy of the tcgen05 targets: Hopper's SMEM, TMEM emulated
       // as a per-CTA image in global memory (512 columns x 128 lanes).
       {"sm_90a_proxy", 9, 0, ArchVariant::arch_specific, 232'448, 512, 128, {Family::tcgen05}, 233'472, 2048, "sm_90a",

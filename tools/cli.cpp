@@ -119,7 +119,7 @@ usage:
 with --json, every command prints one JSON document on stdout, also when it
 fails: {"error": {"kind", "message", "exit_code"}}
 
-targets: sm_80, sm_90, sm_90a, sm_100a, sm_100f, sm_103a, sm_120a
+targets: sm_80, sm_90, sm_90a, sm_100a, sm_100f, sm_103a, sm_120a, sm_120
 
 exit codes:
   0   success (every schedule checked is valid)

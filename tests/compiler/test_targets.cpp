@@ -15,7 +15,7 @@ TEST_CASE("target table matches architecture.md", "[compiler][target]") {
   const Row rows[] = {{"sm_80", 166'912, 0, false, false},    {"sm_90", 232'448, 0, false, false},
                       {"sm_90a", 232'448, 0, true, false},    {"sm_100a", 232'448, 512, false, true},
                       {"sm_100f", 232'448, 512, false, true}, {"sm_103a", 232'448, 512, false, true},
-                      {"sm_120a", 101'376, 0, false, false}};
+                      {"sm_120a", 101'376, 0, false, false},  {"sm_120", 101'376, 0, false, false}};
   REQUIRE(all_targets().size() == std::size(rows) + 1); // and the tcgen05 proxy below
   for (const Row& row : rows) {
     INFO(row.name);
@@ -41,4 +41,6 @@ TEST_CASE("target table matches architecture.md", "[compiler][target]") {
   }
   CHECK(find_target("sm_100f")->variant == ArchVariant::family);
   CHECK(find_target("sm_103a")->cc_minor == 3);
+  CHECK(find_target("sm_120")->variant == ArchVariant::plain);
+  CHECK(find_target("sm_120a")->variant == ArchVariant::arch_specific);
 }

@@ -86,7 +86,7 @@ TEST_CASE("router: the shipped schedules are the ones these tests expect", "[run
                                           "sm100_n16_c16", "sm120_c32", "sm90_wgmma_c16", "sm90_wgmma_c16_m64",
                                           "sm90_wgmma_c32"});
   CHECK(shipped("portable_c16").targets ==
-        std::vector<std::string>{"sm_80", "sm_90", "sm_100a", "sm_100f", "sm_103a", "sm_120a"});
+        std::vector<std::string>{"sm_80", "sm_90", "sm_100a", "sm_100f", "sm_103a", "sm_120a", "sm_120"});
 }
 
 TEST_CASE("router: target choice on CC 9.0", "[runtime][router]") {
@@ -142,7 +142,7 @@ TEST_CASE("router: target choice on CC 10.0 and 10.3 depends on NVRTC", "[runtim
   SECTION("a schedule without a CC 10 target") {
     const TargetChoice c = choose_target(shipped("portable_c16_m64"), device(10, 0));
     CHECK_FALSE(c.target);
-    CHECK_THAT(c.reason, Contains("no target for CC 10.0 (it lists sm_80, sm_90, sm_120a)"));
+    CHECK_THAT(c.reason, Contains("no target for CC 10.0 (it lists sm_80, sm_90, sm_120a, sm_120)"));
   }
 }
 
@@ -154,6 +154,13 @@ TEST_CASE("router: target choice on CC 12.0 and 8.x", "[runtime][router]") {
   CHECK(target_of(shipped("portable_c16"), device(8, 6)) == "sm_80");
   CHECK(target_of(shipped("portable_c16"), device(8, 9)) == "sm_80");
   CHECK(target_of(shipped("sm120_c32"), device(8, 6)) == "none");
+  // CC 12.1 has no architecture-specific target here: the plain sm_120
+  // build, whose cubins run on every CC 12.x device, with NVRTC 12.8 too
+  CHECK(target_of(shipped("portable_c16"), device(12, 1)) == "sm_120");
+  CHECK(target_of(shipped("portable_c16_m64"), device(12, 1)) == "sm_120");
+  CHECK(target_of(shipped("sm120_c32"), device(12, 1)) == "sm_120");
+  CHECK(target_of(shipped("portable_c16"), device(12, 1, 12, 8)) == "sm_120");
+  CHECK(target_of(with_targets("portable_c16", {"sm_120a"}), device(12, 1)) == "none"); // 12.0's own only
   SECTION("CC 12.0 never falls back to a plain sm_80 or sm_90 target") {
     const Schedule s = parse_schedule(test::minimal_schedule_json(), "minimal.json"); // sm_90, sm_80
     const TargetChoice c = choose_target(s, device(12, 0));
@@ -248,6 +255,21 @@ TEST_CASE("router: CC 12.0 routes to portable_c16 on sm_120a (sm120_c32 has no g
   CHECK(r.target.name == "sm_120a");
   INFO(r.explanation);
   CHECK_THAT(r.explanation, Contains("sm120_c32: not eligible: no code generator yet"));
+}
+
+TEST_CASE("router: CC 12.1 routes to portable_c16 on plain sm_120; an sm_120a build is refused there",
+          "[runtime][router]") {
+  const RouteDecision r = route(shipped_schedules(), device(12, 1), problem(), {});
+  REQUIRE(r.schedule != nullptr);
+  CHECK(r.schedule->name == "portable_c16");
+  CHECK(r.target.name == "sm_120");
+  INFO(r.explanation);
+  CHECK_THAT(r.explanation, Contains("sm_120 is the highest plain target of CC 12.x not newer than 12.1"));
+  const TargetChoice specific = explicit_target(shipped("portable_c16"), "sm_120a", device(12, 1));
+  CHECK_FALSE(specific.target);
+  CHECK_THAT(specific.reason, Contains("target sm_120a (CC 12.0) does not run on CC 12.1"));
+  // and CC 12.0 may ask for the plain build, which runs there too
+  CHECK(explicit_target(shipped("portable_c16"), "sm_120", device(12, 0)).target->name == "sm_120");
 }
 
 TEST_CASE("router: explicit and unknown schedule requests", "[runtime][router]") {

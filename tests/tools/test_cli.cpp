@@ -48,11 +48,11 @@ TEST_CASE("schedule check --json", "[tools][cli]") {
   CHECK(run.exit_code == tools::k_exit_invalid_schedule);
   const nlohmann::json j = nlohmann::json::parse(run.out);
   CHECK(j["valid"] == false);
-  REQUIRE(j["results"].size() == 7); // six targets of portable_c16, one of the bad case
+  REQUIRE(j["results"].size() == 8); // seven targets of portable_c16, one of the bad case
   CHECK(j["results"][0]["valid"] == true);
   CHECK(j["results"][0]["smem"][1]["kernel"] == "recurrence");
-  CHECK(j["results"][6]["valid"] == false);
-  CHECK(j["results"][6]["diagnostics"][0]["path"] == "/tmem_columns");
+  CHECK(j["results"][7]["valid"] == false);
+  CHECK(j["results"][7]["diagnostics"][0]["path"] == "/tmem_columns");
 }
 
 TEST_CASE("schedule explain shows offsets, lifetimes, aliases, totals and TMEM", "[tools][cli]") {
