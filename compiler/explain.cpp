@@ -32,6 +32,7 @@ json buffer_json(const KernelDecl& kernel, const BufferDecl& decl, const PlacedB
             {"lifetime", {phase_name(kernel, p.first_phase), phase_name(kernel, p.last_phase)}},
             {"pinned", p.pinned}};
   j["alias"] = p.alias ? json(*p.alias) : json(nullptr);
+  j["only_with"] = decl.only_with ? json(*decl.only_with) : json(nullptr);
   if (!decl.purpose.empty()) {
     j["purpose"] = decl.purpose;
   }
@@ -89,7 +90,8 @@ void append_region(std::string& out, const ValidatedKernel& k, Region region) {
     const BufferDecl& d = k.decl.smem.buffers[i];
     out += fmt::format("  {:<14} {:>7} {:>7} {:>7}  {:<16} {:<24} {:<12} {}\n", p.name, p.offset, p.end() - 1,
                        with_thousands(p.bytes), shape_text(d), lifetime_text(k.decl, p),
-                       p.alias ? *p.alias : std::string("-"), d.purpose);
+                       p.alias ? *p.alias : std::string("-"),
+                       d.only_with ? fmt::format("(only with {}) {}", *d.only_with, d.purpose) : d.purpose);
   }
 }
 

@@ -36,6 +36,9 @@ struct SmemSymbol {
   std::int64_t pitch = 0;  ///< last dimension (elements)
   std::string c_type;      ///< element type in device code, e.g. "kda::u16" for bf16
   std::int64_t elements = 0;
+  /// false: declared `only_with` a feature the plan lacks; its constants are 0
+  /// and it has no place in the layout.
+  bool present = true;
 };
 
 /// How many blocks a kernel gets, decided at launch from runtime sizes.
@@ -93,6 +96,7 @@ struct EntryPlan {
   std::vector<WarpRolePlan> roles;
   std::vector<SmemSymbol> smem;
   std::int64_t stage_bytes = 0;
+  std::int64_t smem_bytes = 0; ///< the plan's SMEM layout in all (its features' buffers included)
   int launch_order = 0;     ///< entries launch in this order
 };
 

@@ -23,12 +23,12 @@ KernelPlan lower(const ValidatedSchedule& v, const ShapeKey& shape) {
   plan.entries = plan_entries(v, recipe, shape);
   plan_pipeline(v, plan.entries);
   check_buffer_needs(v, recipe);
-  place_smem(v, recipe, plan.entries);
+  plan.features = plan_features(v, recipe, shape);
+  place_smem(v, recipe, plan.features, plan.entries);
   plan_warp_roles(v, recipe, plan.entries);
   plan_launch(v, recipe, plan.entries);
   plan.umma = plan_umma(v, recipe);
   plan.tile_tensor_maps = plan_tile_tensor_maps(v, recipe);
-  plan.features = plan_features(v, recipe, shape);
   plan.abi = plan_arg_abi(plan.tile_tensor_maps);
   plan.workspace = plan_workspace(recipe);
   if (plan.umma && plan.umma->proxy) {

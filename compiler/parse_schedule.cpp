@@ -90,6 +90,7 @@ BufferDecl read_buffer(const json& value, const std::string& path, std::vector<D
   }
   b.alias = r.string("alias", false);
   b.offset = r.integer("offset", false);
+  b.only_with = r.string("only_with", false);
   r.reject_unknown_keys();
   return b;
 }

@@ -70,7 +70,7 @@ const PlacedBuffer* SmemLayout::find(const std::string& name) const {
   return nullptr;
 }
 
-SmemLayout plan_smem(const KernelDecl& kernel) {
+SmemLayout plan_smem(const KernelDecl& kernel, bool with_checkpoints) {
   SmemLayout layout;
   layout.stages = std::clamp(kernel.pipeline.stages, 1, 1 << 10); // check_pipeline reports more than 16
   std::map<std::string, std::size_t> placed; // name -> index in layout.buffers
@@ -79,11 +79,18 @@ SmemLayout plan_smem(const KernelDecl& kernel) {
 
   for (const BufferDecl& decl : kernel.smem.buffers) {
     PlacedBuffer p = describe(kernel, decl);
+    if (decl.only_with && !(with_checkpoints && *decl.only_with == k_checkpoints_feature)) {
+      p.present = false;
+      p.bytes = 0;
+      placed.emplace(p.name, layout.buffers.size());
+      layout.buffers.push_back(std::move(p));
+      continue;
+    }
     const int r = static_cast<int>(p.region);
     const PlacedBuffer* target = nullptr;
     if (p.alias) {
       auto it = placed.find(*p.alias);
-      if (it != placed.end() && layout.buffers[it->second].region == p.region) {
+      if (it != placed.end() && layout.buffers[it->second].region == p.region && layout.buffers[it->second].present) {
         target = &layout.buffers[it->second];
       }
     }

@@ -38,6 +38,9 @@ struct BufferDecl {
   Lifetime lifetime;
   std::optional<std::string> alias;   ///< reuses the bytes of this earlier buffer
   std::optional<std::int64_t> offset; ///< pinned offset inside its region (checked, not trusted)
+  /// A feature compiled into the kernel ("checkpoints", the only one): the
+  /// buffer takes bytes only in plans with it, and is sized 0 otherwise.
+  std::optional<std::string> only_with;
   std::string json_path;              ///< e.g. "/smem/buffers/3"
 
   /// Saturate at INT64_MAX (0 with a dimension that is not positive): the

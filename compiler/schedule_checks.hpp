@@ -31,7 +31,7 @@ void check_kernel_structure(const Schedule& schedule, const KernelDecl& kernel, 
 /// `prepare_overlap`: a decomposed design, positive model numbers, a share in (0, 1].
 void check_prepare_overlap(const Schedule& schedule, std::vector<Diagnostic>& sink);
 
-/// Each buffer declaration on its own: name, shape, alignment, lifetime, alias, pinned offset.
+/// Each buffer declaration on its own: name, shape, alignment, lifetime, alias, pinned offset, only_with.
 void check_buffer_decls(const KernelDecl& kernel, std::vector<Diagnostic>& sink);
 
 /// No two buffers share bytes while both are live, and every byte sharing is a declared alias.

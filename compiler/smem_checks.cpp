@@ -1,5 +1,7 @@
 #include "compiler/schedule_checks.hpp"
 
+#include "compiler/plan_smem.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -63,6 +65,28 @@ void check_alias(const BufferDecl& b, const std::map<std::string, const BufferDe
   }
 }
 
+// A buffer `only_with` a feature is absent from plans without it, so no
+// buffer may share its bytes by an alias (or it would lose them).
+void check_only_with(const BufferDecl& b, const std::map<std::string, const BufferDecl*>& earlier,
+                     std::vector<Diagnostic>& sink) {
+  if (b.only_with && *b.only_with != k_checkpoints_feature) {
+    sink.push_back({b.json_path + "/only_with", fmt::format("'{}' is only_with '{}': the one feature compiled into "
+                                                            "kernels is '{}'",
+                                                            b.name, *b.only_with, k_checkpoints_feature)});
+  }
+  if (!b.alias) {
+    return;
+  }
+  auto it = earlier.find(*b.alias);
+  if (b.only_with) {
+    sink.push_back({b.json_path + "/alias", fmt::format("'{}' is only_with '{}' and cannot alias another buffer",
+                                                        b.name, *b.only_with)});
+  } else if (it != earlier.end() && it->second->only_with) {
+    sink.push_back({b.json_path + "/alias", fmt::format("alias '{}' is only_with '{}', absent from plans without it",
+                                                        *b.alias, *it->second->only_with)});
+  }
+}
+
 // "[4611686018427387905 x 4]"
 std::string shape_text(const std::vector<std::int64_t>& shape) {
   std::string out = "[";
@@ -122,6 +146,7 @@ void check_buffer_decls(const KernelDecl& kernel, std::vector<Diagnostic>& sink)
     }
     check_lifetime(kernel, b, sink);
     check_alias(b, earlier, all_names, sink);
+    check_only_with(b, earlier, sink);
     earlier.emplace(b.name, &b);
   }
 }

@@ -24,6 +24,8 @@ struct PlacedBuffer {
   std::optional<std::string> alias;
   bool pinned = false;
   int alias_group = 0; ///< buffers connected by alias declarations share a group
+  /// false: an `only_with` buffer of a plan without its feature (0 bytes, offset 0)
+  bool present = true;
   std::string json_path;
 
   std::int64_t end() const { return offset + bytes; }

@@ -100,7 +100,9 @@ void emit_smem_layout(const EntryPlan& e, SourceWriter& out) {
   std::vector<const SmemSymbol*> stage;
   std::vector<const SmemSymbol*> shared;
   for (const SmemSymbol& s : e.smem) {
-    (s.region == Region::stage ? stage : shared).push_back(&s);
+    if (s.present) {
+      (s.region == Region::stage ? stage : shared).push_back(&s);
+    }
   }
   if (stage.empty() && shared.empty()) {
     return;
@@ -153,6 +155,9 @@ void emit_entry_constants(const EntryPlan& e, SourceWriter& out) {
     constant(out, s.name + "_STAGED", s.region == Region::stage ? 1 : 0); // one copy per ring slot
   }
   for (const SmemSymbol& s : e.smem) {
+    if (!s.present) {
+      continue; // only_with a feature the plan lacks: its constants are 0
+    }
     if (s.region == Region::stage) {
       out.line(fmt::format("static_assert({0}_OFFSET + {0}_BYTES <= STAGE_BYTES, \"{1} inside its ring slot\");", s.name,
                            s.buffer));

@@ -60,8 +60,9 @@ std::vector<BufferNeed> prepare_c16_buffers(std::vector<BufferNeed> more) {
 }
 
 // The wgmma recurrence (chunk 16 or 32): the record ring, V and the output
-// tiles; it waits for the prepare kernel, so it may be launched early. The
-// record's size is the workspace record's (check_record_image).
+// tiles, and the checkpoint tile with its two mbarriers (declared only_with
+// checkpoints); it waits for the prepare kernel, so it may be launched early.
+// The record's size is the workspace record's (check_record_image).
 KernelRecipe wgmma_recurrence(std::int64_t c) {
   return {KernelRole::recurrence,
           "wgmma/recurrence",
@@ -72,7 +73,10 @@ KernelRecipe wgmma_recurrence(std::int64_t c) {
            {"full", DType::u64, {k_stages}},
            {"empty", DType::u64, {k_stages}},
            {"out_full", DType::u64, {{2}}},
-           {"out_empty", DType::u64, {{2}}}},
+           {"out_empty", DType::u64, {{2}}},
+           {"checkpoint", DType::bf16, {{0, 1}, {128}}},
+           {"checkpoint_full", DType::u64, {{1}}},
+           {"checkpoint_empty", DType::u64, {{1}}}},
           {"mma", "producer"},
           0,
           true};

@@ -30,7 +30,8 @@ void plan_pipeline(const ValidatedSchedule& schedule, std::vector<EntryPlan>& en
 
 /// SMEM symbols of each entry from the validated alias plan; every buffer the
 /// fragment needs exists, and every buffer of the plan is used by it.
-void place_smem(const ValidatedSchedule& schedule, const FamilyRecipe& recipe, std::vector<EntryPlan>& entries);
+void place_smem(const ValidatedSchedule& schedule, const FamilyRecipe& recipe, const PlanFeatures& features,
+                std::vector<EntryPlan>& entries);
 
 /// Each declared buffer a fragment uses has the dtype it reads and writes and
 /// at least the shape it reaches into (the recipe's BufferNeed).

@@ -1,6 +1,7 @@
 #include "compiler/lower/passes.hpp"
 
 #include "compiler/errors.hpp"
+#include "compiler/plan_smem.hpp"
 
 #include <fmt/format.h>
 
@@ -44,7 +45,8 @@ std::string need_names(const KernelRecipe& kr) {
 
 } // namespace
 
-void place_smem(const ValidatedSchedule& v, const FamilyRecipe& recipe, std::vector<EntryPlan>& entries) {
+void place_smem(const ValidatedSchedule& v, const FamilyRecipe& recipe, const PlanFeatures& features,
+                std::vector<EntryPlan>& entries) {
   std::vector<Diagnostic> problems;
   for (EntryPlan& e : entries) {
     const KernelRecipe* kr = kernel_recipe_of(recipe, e);
@@ -52,7 +54,8 @@ void place_smem(const ValidatedSchedule& v, const FamilyRecipe& recipe, std::vec
     if (kr == nullptr || vk == nullptr) {
       continue; // chunk offsets: static SMEM only
     }
-    const SmemLayout& layout = vk->smem;
+    // validation planned every feature's buffers; the plan places its own
+    const SmemLayout layout = plan_smem(vk->decl, features.checkpoints);
     // Offsets are from the dynamic SMEM base, which the fragments declare with
     // the plan's base alignment.
     for (const BufferNeed& needed : kr->buffers) {
@@ -76,12 +79,14 @@ void place_smem(const ValidatedSchedule& v, const FamilyRecipe& recipe, std::vec
       sym.region = b.region;
       sym.offset = b.region == Region::stage ? b.offset : layout.shared_offset + b.offset;
       sym.bytes = b.bytes;
-      sym.pitch = decl.shape.empty() ? 0 : decl.shape.back();
+      sym.pitch = decl.shape.empty() || !b.present ? 0 : decl.shape.back();
       sym.c_type = device_element_type(decl.dtype);
-      sym.elements = decl.elements();
+      sym.elements = b.present ? decl.elements() : 0;
+      sym.present = b.present;
       e.smem.push_back(sym);
     }
     e.stage_bytes = layout.stage_bytes;
+    e.smem_bytes = layout.total_bytes;
   }
   if (!problems.empty()) {
     throw ScheduleError(v.schedule().source, std::move(problems));

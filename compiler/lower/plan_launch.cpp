@@ -33,7 +33,7 @@ void plan_launch(const ValidatedSchedule& v, const FamilyRecipe& recipe, std::ve
       }
       e.launch.threads = k.decl.threads();
       // exclusive_sm: the whole per-block SMEM, so nothing runs beside it
-      e.launch.dynamic_smem = k.decl.exclusive_sm ? v.target().max_smem_per_block : k.smem.total_bytes;
+      e.launch.dynamic_smem = k.decl.exclusive_sm ? v.target().max_smem_per_block : e.smem_bytes;
       e.launch.min_blocks_per_sm = k.decl.min_blocks_per_sm;
       e.launch.chunks_per_cta = k.decl.chunks_per_cta;
       e.launch.grid = k.decl.role == KernelRole::prepare ? GridRule::chunks_by_heads : GridRule::sequences_by_heads;

@@ -1,9 +1,10 @@
 // kdajit fragment: common/async_copy
 // sm_90+ asynchronous copies and their barriers: mbarriers with transaction
-// counts, bulk copies global -> shared (cp.async.bulk, the TMA unit without a
-// tensor map), and shared-memory matrix descriptors whose constant fields come
-// from the plan (kda_plan::WS_*_DESC) and whose address is added here.
-// PTX ISA 9.7.13.15 (mbarrier), 9.7.9.25 (cp.async.bulk).
+// counts, bulk copies global -> shared (cp.async.bulk, the TMA unit without
+// a tensor map), the proxy fence between SMEM writes and the async proxy, and
+// shared-memory matrix descriptors whose constant fields come from the plan
+// (kda_plan::WS_*_DESC) and whose address is added here. PTX ISA 9.7.13.15
+// (mbarrier), 9.7.9.25 (cp.async.bulk), "membar / fence" (fence.proxy.async).
 namespace kda {
 
 __device__ __forceinline__ void mbarrier_init(u64* bar, u32 arrivals) {
@@ -51,6 +52,12 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
                    smem_address(dst)),
                "l"(src), "r"(bytes), "r"(smem_address(bar))
                : "memory");
+}
+
+// This thread's earlier SMEM writes (generic proxy) become visible to the
+// async proxy: bulk copies and tensor-core operand reads.
+__device__ __forceinline__ void fence_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 
 // A descriptor: the plan's constant fields plus the operand's start address

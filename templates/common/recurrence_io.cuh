@@ -131,39 +131,6 @@ __device__ __forceinline__ void store_checkpoint(const kda_plan::KdaParams& p, C
   }
 }
 
-// The same from the state's bf16 copy as m16n8k16 / wgmma A fragments (16
-// value rows from v_row, K step ks = key columns 16 ks .. 16 ks + 15: a[0]
-// row g, a[1] row g + 8, columns 16 ks + 2 t; a[2], a[3] eight columns on),
-// so a recurrence can store it while its MMAs read the fragments. Lane pairs
-// swap one part so that each lane stores 8 contiguous bytes and each store
-// instruction fills a row's whole 32-byte sector (4-byte stores left
-// half-written sectors behind).
-__device__ __forceinline__ void store_checkpoint_fragments(const kda_plan::KdaParams& p, CheckpointCursor& cursor,
-                                                           int n, int h, int v_row, i64 c, const u32 (&a)[8][4]) {
-  bf16* const row = checkpoint_take(p, cursor, n, h, c);
-  if (row == nullptr) {
-    return;
-  }
-  constexpr int D = kda_plan::HEAD_DIM;
-  const int g = (threadIdx.x & 31) >> 2;
-  const int t = threadIdx.x & 3;
-  const bool even = (t & 1) == 0;
-  // even lane t: columns 2t .. 2t + 3 (its own, then lane t + 1's low part);
-  // odd lane t: columns 8 + 2 (t - 1) .. + 3 (lane t - 1's high part, then its own)
-  const int col = even ? 2 * t : 8 + 2 * (t - 1);
-#pragma unroll
-  for (int ks = 0; ks < 8; ++ks) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half) { // rows g and g + 8
-      const u32 lo = a[ks][half];
-      const u32 hi = a[ks][2 + half];
-      const u32 got = __shfl_xor_sync(0xffffffffu, even ? hi : lo, 1);
-      const u64 pair = even ? (static_cast<u64>(got) << 32 | lo) : (static_cast<u64>(hi) << 32 | got);
-      *reinterpret_cast<u64*>(row + (v_row + g + 8 * half) * D + 16 * ks + col) = pair;
-    }
-  }
-}
-
 // The valid rows of chunk `c`'s output tile (SMEM, [C][OUT_PITCH], value
 // columns m0 .. m0 + M_TILE of it) to the output.
 __device__ __forceinline__ void store_output_tile(const kda_plan::KdaParams& p, const u8* tile, const SequenceSpan& seq,

@@ -349,16 +349,20 @@ struct CheckpointCursor {
 __device__ __forceinline__ CheckpointCursor checkpoint_cursor() {
   return {0};
 }
-// Where the row due before local chunk c goes ([128][128] bf16 of head h),
-// or nullptr when none is due; c advances by one between calls.
+// Row r of sequence n's checkpoints, head h ([128][128] bf16).
+__device__ __forceinline__ bf16* checkpoint_row(const kda_plan::KdaParams& p, int n, int h, i64 r) {
+  return p.checkpoints + ((p.checkpoint_starts[n] + r) * p.heads + h) * kda_plan::HEAD_DIM * kda_plan::HEAD_DIM;
+}
+// Where the row due before local chunk c goes, or nullptr when none is due;
+// c advances by one between calls.
 __device__ __forceinline__ bf16* checkpoint_take(const kda_plan::KdaParams& p, CheckpointCursor& cursor, int n, int h,
                                                  i64 c) {
   if (!kda_plan::CHECKPOINTS || static_cast<int>(c) != cursor.next) {
     return nullptr;
   }
-  const i64 row = p.checkpoint_starts[n] + cursor.next / p.checkpoint_chunks;
+  bf16* const row = checkpoint_row(p, n, h, cursor.next / p.checkpoint_chunks);
   cursor.next += p.checkpoint_chunks;
-  return p.checkpoints + (row * p.heads + h) * kda_plan::HEAD_DIM * kda_plan::HEAD_DIM;
+  return row;
 }
 
 } // namespace kda

@@ -83,11 +83,6 @@ __device__ __forceinline__ void load_tile(u8* tile, const TensorMapBytes& map, c
   cp_async_arrive_noinc(bar);
 }
 
-// This thread's earlier stores to SMEM become visible to the async proxy (tensor-core operand reads).
-__device__ __forceinline__ void fence_async_shared() {
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-
 // The barriers of the fused kernel: per ring slot (index slot) and per chunk
 // (one phase each; chunk c waits for parity c & 1).
 struct FusedBarriers {

@@ -27,6 +27,15 @@ __device__ __forceinline__ void stmatrix_x4_trans(void* row, const u32 (&r)[4]) 
                : "memory");
 }
 
+// Four 8x8 b16 matrices to SMEM as they are (PTX ISA "stmatrix", sm_90):
+// thread (g, t) gives row g, elements 2t and 2t+1 of matrix j in r[j]; lanes
+// 8j..8j+7 give the addresses of matrix j's 8 rows (16-byte aligned).
+__device__ __forceinline__ void stmatrix_x4(void* row, const u32 (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(smem_address(row)), "r"(r[0]),
+               "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+}
+
 // Moves registers between a CTA's warpgroups (PTX ISA 9.7.19.6 setmaxnreg,
 // sm_90a): every warp of the warpgroup executes it; the entry count is the
 // kernel's __maxnreg__.

@@ -17,6 +17,11 @@
 //   warp 2: the outputs, from a ring of SMEM tiles (one per out_full) the MMA
 //           warps fill (`out_full`, one arrival per MMA thread) to global
 //           memory, then frees the tile (`out_empty`, one per lane);
+//   warp 3: the checkpoint rows (plans with kda_plan::CHECKPOINTS): the MMA
+//           warps stage the state before a row's chunk in the checkpoint tile
+//           (`checkpoint_full`, one arrival per MMA thread); it stores the
+//           tile to the row in global memory, 16-byte loads and stores, and
+//           frees it (`checkpoint_empty`, one arrival per lane);
 // warps 0 and 1 refill a slot once every MMA warp has arrived on its `empty`
 // mbarrier. The MMA warps issue no global loads or stores in the chunk loop
 // (when they loaded their V columns and stored their output rows themselves,
@@ -41,6 +46,11 @@
 // an m64n144k16 [S | O^T], or into a separate one) made ptxas serialize every
 // wgmma (C7511, "insufficient register resources for the wgmma pipeline").
 //   release: arrive on the slot's `empty` barrier
+//   checkpoint (when a row is due before chunk c): the state's bf16 copy
+//            into the warp's 16 rows of the checkpoint tile (stmatrix), while
+//            the projections run; storing it to global memory from the
+//            registers (8-byte stores, whole sectors) cost the H16 workloads
+//            about 1 us of a CTA's chain per row
 //   stage:   O (bf16) into the warp's 16 columns of an output tile
 //            (transposing stmatrix), then arrive on its `out_full`; chunk c's
 //            output is staged while chunk c + 1's projections run (off the
@@ -48,7 +58,8 @@
 // When the prepare kernel runs beside this one (schedule `prepare_overlap`),
 // the producer waits for each record's ready flag before copying it
 // (common/ready_flags); otherwise the flags are absent and it never waits.
-// Uses kda_plan::recurrence::* (RECORD, V, OUT, FULL, EMPTY, OUT_FULL, OUT_EMPTY, MMA_*, PRODUCER_*)
+// Uses kda_plan::recurrence::* (RECORD, V, OUT, FULL, EMPTY, OUT_FULL, OUT_EMPTY, CHECKPOINT,
+// CHECKPOINT_FULL, CHECKPOINT_EMPTY (sized 0 without checkpoints), MMA_*, PRODUCER_*)
 // and kda_plan::WS_*.
 namespace kda {
 namespace frag {
@@ -157,6 +168,61 @@ __device__ __forceinline__ void stage_warp_output(u8* tile, u64* out_full, const
   mbarrier_arrive(out_full);
 }
 
+// An MMA warp: the state before the chunk of checkpoint row k, its bf16 copy
+// as the projections' A fragments (value rows `row0` .. row0 + 15 of the
+// CTA's M_TILE, key columns 16 ks .. 16 ks + 15 in a[ks]), into its rows of
+// the checkpoint tile [M_TILE][CHECKPOINT_PITCH] with stmatrix.x4 (matrix j:
+// rows + 8 (j % 2), columns + 8 (j / 2); a pitch of 136 puts a matrix's 8
+// rows in distinct banks), once the checkpoint warp has stored row k - 1
+// from the tile; then one arrival per lane on `full`.
+__device__ __forceinline__ void stage_checkpoint(u8* tile, u64* full, u64* empty, int k, int row0,
+                                                 const u32 (&a)[8][4]) {
+  namespace R = kda_plan::recurrence;
+  const int lane = threadIdx.x & 31;
+  const int j = lane >> 3;
+  const int i = lane & 7;
+  if (k > 0) {
+    mbarrier_wait(empty, static_cast<u32>((k - 1) & 1));
+  }
+  u8* const at = tile + 2 * ((row0 + 8 * (j & 1) + i) * R::CHECKPOINT_PITCH + 8 * (j >> 1));
+#pragma unroll
+  for (int ks = 0; ks < 8; ++ks) {
+    stmatrix_x4(at + 2 * 16 * ks, a[ks]);
+  }
+  mbarrier_arrive(full);
+}
+
+// Producer warp 3 (every lane): each checkpoint row of (sequence n, head h),
+// the CTA's value rows m0 .. m0 + M_TILE (contiguous in the row), from the
+// checkpoint tile once the MMA warps have staged it: lane l takes 16-byte
+// piece l % 16 of value rows l / 16 + 2 i, so that each store instruction
+// writes 512 contiguous bytes; then the tile goes back to the MMA warps.
+// (One 256-byte bulk copy per value row instead made the MMA warps wait for
+// the tile: H16 fixed 32768 took 2.71 ms against 1.54 with 8-byte stores
+// from the registers.)
+__device__ __forceinline__ void produce_checkpoints(const kda_plan::KdaParams& p, const u8* tile, u64* full,
+                                                    u64* empty, int n, int h, int m0, i64 chunks) {
+  namespace R = kda_plan::recurrence;
+  constexpr int D = kda_plan::HEAD_DIM;
+  constexpr int k_pieces = 2 * D / 16; // 16-byte pieces of a value row
+  const int lane = threadIdx.x & 31;
+  const int piece = lane % k_pieces;
+  int k = 0;
+  for (i64 c = 0; c < chunks; c += p.checkpoint_chunks, ++k) {
+    mbarrier_wait(full, static_cast<u32>(k & 1));
+    u8* dst = reinterpret_cast<u8*>(checkpoint_row(p, n, h, k) + static_cast<i64>(m0 + lane / k_pieces) * D) +
+              16 * piece;
+    const u8* src = tile + 2 * (lane / k_pieces) * R::CHECKPOINT_PITCH + 16 * piece;
+#pragma unroll 4 // four pieces in flight: the warp has 40 registers
+    for (int r = lane / k_pieces; r < kda_plan::M_TILE; r += 32 / k_pieces) {
+      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+      dst += 2 * (32 / k_pieces) * D;
+      src += 2 * (32 / k_pieces) * R::CHECKPOINT_PITCH;
+    }
+    mbarrier_arrive(empty); // this lane's loads of the tile have returned: its stores used them
+  }
+}
+
 // Producer warp 0 (lane 0): the records, each once its slot is free and (a
 // prepare kernel running beside this one) once it is ready. With a
 // programmatic launch the CTA may start while the prepare kernel finishes: this
@@ -226,6 +292,11 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
   static_assert(R::OUT_BYTES == T * C * R::OUT_PITCH * 2, "OUT_FULL_BYTES / 8 output tiles of C rows");
   static_assert(R::STAGE_BYTES % 16 == 0 && R::V_PITCH * 2 % 16 == 0 && R::OUT_PITCH * 2 % 16 == 0,
                 "bulk copy destinations and output rows 16-byte aligned");
+  static_assert(!kda_plan::CHECKPOINTS ||
+                    (R::CHECKPOINT_PITCH >= D && R::CHECKPOINT_PITCH % 8 == 0 &&
+                     R::CHECKPOINT_BYTES >= kda_plan::M_TILE * R::CHECKPOINT_PITCH * 2 &&
+                     R::CHECKPOINT_FULL_BYTES >= 8 && R::CHECKPOINT_EMPTY_BYTES >= 8),
+                "checkpoints: a tile of M_TILE 16-byte aligned rows of 128 keys and its two mbarriers");
   extern __shared__ __align__(128) u8 smem[];
   const auto [n, h, m0, seq] = recurrence_work(p);
   const i64 chunks = chunks_of(seq.length);
@@ -241,6 +312,9 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
   u64* const out_full = reinterpret_cast<u64*>(smem + R::OUT_FULL_OFFSET);
   u64* const out_empty = reinterpret_cast<u64*>(smem + R::OUT_EMPTY_OFFSET);
   u8* const out_tiles = smem + R::OUT_OFFSET;
+  u8* const checkpoint_tile = smem + R::CHECKPOINT_OFFSET;
+  u64* const checkpoint_full = reinterpret_cast<u64*>(smem + R::CHECKPOINT_FULL_OFFSET);
+  u64* const checkpoint_empty = reinterpret_cast<u64*>(smem + R::CHECKPOINT_EMPTY_OFFSET);
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
       mbarrier_init(full + s, 1 + 32); // the record's bulk copy, the V warp's lanes
@@ -249,6 +323,10 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
     for (int b = 0; b < T; ++b) {
       mbarrier_init(out_full + b, 32 * R::MMA_WARPS);
       mbarrier_init(out_empty + b, 32);
+    }
+    if (kda_plan::CHECKPOINTS) {
+      mbarrier_init(checkpoint_full, 32 * R::MMA_WARPS);
+      mbarrier_init(checkpoint_empty, 32);
     }
     mbarrier_init_fence();
   }
@@ -262,6 +340,8 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
       produce_v(p, smem, full, empty, seq, h, m0, chunks);
     } else if (job == 2) {
       produce_outputs(p, out_tiles, out_full, out_empty, seq, h, m0, chunks);
+    } else if (job == 3 && kda_plan::CHECKPOINTS) {
+      produce_checkpoints(p, checkpoint_tile, checkpoint_full, checkpoint_empty, n, h, m0, chunks);
     }
     return;
   }
@@ -279,7 +359,8 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
     stage_warp_output(out_tiles + b * (R::OUT_BYTES / T), out_full + b, o_prev, v_row);
   };
 
-  CheckpointCursor checkpoints = checkpoint_cursor();
+  int checkpoint_due = 0; // the chunk the next checkpoint row is due before
+  int checkpoint_rows = 0; // rows staged so far
   for (i64 c = 0; c < chunks; ++c) {
     const int slot_index = static_cast<int>(c % S);
     u8* const slot = smem + slot_index * R::STAGE_BYTES;
@@ -324,8 +405,9 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
     // off the chain while the projections are in flight: the state before
     // chunk c as a checkpoint row, from its bf16 copy (the projections only
     // read it), and chunk c - 1's output (o_prev is no wgmma operand)
-    if (kda_plan::CHECKPOINTS) {
-      store_checkpoint_fragments(p, checkpoints, n, h, v_row, c, sa);
+    if (kda_plan::CHECKPOINTS && static_cast<int>(c) == checkpoint_due) {
+      stage_checkpoint(checkpoint_tile, checkpoint_full, checkpoint_empty, checkpoint_rows++, 16 * warp, sa);
+      checkpoint_due += p.checkpoint_chunks;
     }
     if (c > 0) {
       stage_output(c - 1);

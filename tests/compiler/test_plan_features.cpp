@@ -92,3 +92,42 @@ TEST_CASE("plan features: a schedule does not declare the generator's sequence-t
     CHECK_THAT(e.what(), Contains("/kernels/0/role: 'sequence_table' is the generator's own kernel"));
   }
 }
+
+TEST_CASE("plan features: the wgmma checkpoint tile takes SMEM only in plans with checkpoints",
+          "[compiler][lower][emit][smem][contract]") {
+  const Schedule& s = test::shipped_schedule("sm90_wgmma_c16");
+  const KernelPlan plain = lower(validate(s, test::target_named("sm_90a")), ShapeKey{});
+  const KernelPlan checkpointed = lower(validate(s, test::target_named("sm_90a")), with_checkpoints(LayoutKind::fixed));
+  auto recurrence = [](const KernelPlan& p) -> const EntryPlan& {
+    for (const EntryPlan& e : p.entries) {
+      if (e.role == KernelRole::recurrence) {
+        return e;
+      }
+    }
+    FAIL("no recurrence entry");
+    return p.entries.front();
+  };
+  auto symbol = [](const EntryPlan& e, const std::string& name) -> const SmemSymbol& {
+    for (const SmemSymbol& sym : e.smem) {
+      if (sym.buffer == name) {
+        return sym;
+      }
+    }
+    FAIL("no SMEM symbol " << name);
+    return e.smem.front();
+  };
+  const EntryPlan& a = recurrence(plain);
+  const EntryPlan& b = recurrence(checkpointed);
+  CHECK_FALSE(symbol(a, "checkpoint").present);
+  CHECK(symbol(a, "checkpoint").bytes == 0);
+  CHECK(symbol(b, "checkpoint").present);
+  CHECK(symbol(b, "checkpoint").bytes == 128 * 136 * 2);
+  CHECK(b.smem_bytes - a.smem_bytes >= 128 * 136 * 2 + 16);
+  CHECK(b.launch.dynamic_smem == b.smem_bytes); // not exclusive_sm: the layout is what it requests
+  const std::string text_a = emit_cuda(plain).text;
+  const std::string text_b = emit_cuda(checkpointed).text;
+  CHECK_THAT(text_a, Contains("constexpr int CHECKPOINT_BYTES = 0;"));
+  CHECK_THAT(text_b, Contains("constexpr int CHECKPOINT_BYTES = 34816;"));
+  CHECK_THAT(text_b, Contains("checkpoint[17408];"));
+  CHECK_FALSE(text_a.find("checkpoint[") != std::string::npos); // no place in the plain plan's layout
+}

@@ -79,3 +79,25 @@ TEST_CASE("planning is deterministic", "[compiler][smem]") {
   }
   CHECK(a.total_bytes == b.total_bytes);
 }
+
+TEST_CASE("a buffer only_with checkpoints takes bytes only in plans with them", "[compiler][smem]") {
+  json doc = test::minimal_schedule_json();
+  doc["smem"]["buffers"].push_back(buffer("out", {2, 16, 128}, "bf16", "shared", {"project", "store"}));
+  doc["smem"]["buffers"].push_back(buffer("tile", {64, 136}, "bf16", "shared", {"project", "store"}));
+  doc["smem"]["buffers"].back()["only_with"] = "checkpoints";
+  doc["smem"]["buffers"].push_back(buffer("bar", {3}, "u64", "shared", {"load", "store"}));
+  const Schedule schedule = parse_schedule(doc, "test.json");
+  const KernelDecl& kernel = schedule.kernels.at(0);
+  const SmemLayout with = plan_smem(kernel, true);
+  const SmemLayout without = plan_smem(kernel, false);
+  CHECK(with.find("tile")->present);
+  CHECK(with.find("tile")->offset == 8192);
+  CHECK(with.find("tile")->bytes == 64 * 136 * 2);
+  CHECK(with.find("bar")->offset == 8192 + 64 * 136 * 2);
+  CHECK_FALSE(without.find("tile")->present);
+  CHECK(without.find("tile")->bytes == 0);
+  CHECK(without.find("tile")->offset == 0);
+  CHECK(without.find("bar")->offset == 8192); // placed as if the tile were not declared
+  CHECK(with.total_bytes - without.total_bytes == 64 * 136 * 2);
+  CHECK(plan_smem(kernel).total_bytes == with.total_bytes); // validation plans every feature
+}

@@ -98,6 +98,24 @@ TEST_CASE("gpu contract: native checkpoints every 16, 32, 48 and 64 tokens", "[g
     c.seed = 211;
     run(c);
   }
+  // two CTAs per (sequence, head) (M tile 64): each stages and copies its half of every row
+  ContractCase c;
+  c.schedule = "sm90_wgmma_c16_m64";
+  c.label = "sm90_wgmma_c16_m64: packed 15 seqs H2 fp32 pool, every 16";
+  c.spec = packed(k_lengths, 2);
+  c.fp32_state = true;
+  c.pool_slots = 20;
+  c.checkpoint_every = 16;
+  c.seed = 212;
+  run(c);
+  c.label = "sm90_wgmma_c16_m64: fixed B2 T100 H3 no initial state, every 48";
+  c.spec = fixed(2, 100, 3);
+  c.fp32_state = false;
+  c.initial_state = false;
+  c.pool_slots = 0;
+  c.checkpoint_every = 48;
+  c.seed = 213;
+  run(c);
 }
 
 TEST_CASE("gpu contract: results do not depend on seq_order (bit-identical)", "[gpu][contract]") {
