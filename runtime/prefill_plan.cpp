@@ -207,7 +207,16 @@ void PrefillPlan::run(const PrefillArgs& args, void* workspace, std::int64_t wor
                                                                                            : nullptr);
   buffers.workspace = static_cast<std::uint8_t*>(workspace);
   const KernelPlan& plan = m->kernel.plan();
-  ArgValues values = *m->shape_values;
+  // The signature's values copied into this thread's scratch struct, whose
+  // storage a run reuses (copying into fresh ArgValues took two heap
+  // allocations per run); run is not reentrant within a thread.
+  thread_local std::optional<ArgValues> scratch;
+  if (scratch) {
+    *scratch = *m->shape_values;
+  } else {
+    scratch.emplace(*m->shape_values);
+  }
+  ArgValues& values = *scratch;
   set_call_values(values, m->fields, plan, p, args, buffers);
   const CUstream stream = static_cast<CUstream>(args.stream);
   if (!m->overlap.overlap) {
