@@ -14,6 +14,7 @@
 #include "runtime/overlap_streams.hpp"
 #include "runtime/prepare_overlap.hpp"
 #include "runtime/router.hpp"
+#include "runtime/selftest_trust.hpp"
 #include "runtime/stream_workspace.hpp"
 #include "runtime/tensor_map_encoder.hpp"
 #include "runtime/tuning_table.hpp"
@@ -97,7 +98,8 @@ const RouteDecision& route_memo(const DeviceDescription& d, const ProblemShape& 
   if (it == memo.end()) {
     it = memo.emplace(std::move(key),
                       route(shipped_schedules(), d, p,
-                            RouteRequest{options.schedule, options.family, &tuning_table(), options.target}))
+                            RouteRequest{options.schedule, options.family, &tuning_table(), options.target,
+                                         selftest_trust(tuning_table(), selftest_environment(d))}))
              .first;
   }
   return it->second;

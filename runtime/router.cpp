@@ -38,13 +38,21 @@ std::vector<std::string> specific_targets(const DeviceDescription& d) {
   return {};
 }
 
+// Whether routing may take `s` on `t` without an explicit request: verified on
+// real hardware of the target, or passed `kdajit selftest` on this device.
+bool trusted(const Schedule& s, const Target& t, const RouteRequest& request) {
+  return verified_on_hardware(s, t) || (request.selftest_passed && request.selftest_passed(s, t));
+}
+
 // The static preference among eligible schedules, where no measured table
-// speaks for the device's CC (docs/runtime.md, "Routing"): the families that
-// ran and were verified on hardware first, warpgroup MMAs (wgmma) before
-// warp-level mma.sync; tcgen05 (compile-verified only) last; within a family
-// the larger chunk first (half the serial steps), then the name.
-std::tuple<int, int, std::string_view> static_preference(const Schedule& s) {
-  const int family = s.family == Family::wgmma ? 0 : s.family == Family::warp_mma ? 1 : 2;
+// speaks for the device's CC (docs/runtime.md, "Routing"): the device's
+// tensor-core families first (wgmma; tcgen05 once trusted), warp-level
+// mma.sync next; a schedule never run on this hardware and not self-tested
+// here last; within a rank the larger chunk first (half the serial steps),
+// then the name.
+std::tuple<int, int, std::string_view> static_preference(const Schedule& s, const Target& t,
+                                                         const RouteRequest& request) {
+  const int family = !trusted(s, t, request) ? 2 : s.family == Family::warp_mma ? 1 : 0;
   return {family, -s.chunk_size, s.name};
 }
 
@@ -73,6 +81,11 @@ std::optional<std::string> table_device_key(const TuningTable& table, const Devi
 }
 
 } // namespace
+
+bool verified_on_hardware(const Schedule& s, const Target& t) {
+  (void)t; // the wgmma and warp_mma families ran on every target kind they list (sm_90a, sm_90; sm_80 code is sm_90's)
+  return s.family == Family::wgmma || s.family == Family::warp_mma;
+}
 
 TargetChoice choose_target(const Schedule& s, const DeviceDescription& d) {
   for (const std::string& name : specific_targets(d)) {
@@ -187,8 +200,16 @@ RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescript
       explanation += fmt::format("{}: not eligible: {}\n", s.name, why);
       continue;
     }
-    explanation += fmt::format("{}: eligible on {} ({})\n", s.name, choice.target->name, choice.reason);
-    if (decision.schedule == nullptr || static_preference(s) < static_preference(*decision.schedule)) {
+    const bool hardware = verified_on_hardware(s, *choice.target);
+    explanation += fmt::format("{}: eligible on {} ({}{})\n", s.name, choice.target->name, choice.reason,
+                               hardware                 ? ""
+                               : trusted(s, *choice.target, request) ? "; never run on such hardware before, passed kdajit "
+                                                                        "selftest on this device"
+                                                                      : "; never run on such hardware and not self-tested "
+                                                                        "here (kdajit selftest): ranked last");
+    if (decision.schedule == nullptr ||
+        static_preference(s, *choice.target, request) <
+            static_preference(*decision.schedule, decision.target, request)) {
       decision.schedule = &s;
       decision.target = *choice.target;
     }
@@ -223,10 +244,15 @@ RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescript
                                device.sm_count)
                  : "tuning table";
     bool used = false;
+    bool untrusted = false; // eligible, but never run on such hardware and not self-tested here
     for (const Schedule& s : schedules) {
       const bool wanted = s.name == tuned && (!request.family || s.family == *request.family);
       const TargetChoice choice = wanted ? choose_target(s, device) : TargetChoice{};
       if (choice.target && ineligibility(s, *choice.target, p).empty()) {
+        if (!trusted(s, *choice.target, request)) {
+          untrusted = true;
+          continue;
+        }
         decision.schedule = &s;
         decision.target = *choice.target;
         used = true;
@@ -241,6 +267,9 @@ RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescript
                    : other_family
                        ? fmt::format("{} names {} for {} / {}, not a {} schedule; {}\n", source, tuned, *device_key,
                                      to_string(cls), to_string(*request.family), preferred)
+                   : untrusted
+                       ? fmt::format("{} names {} for {} / {}, which has not passed kdajit selftest on this device; {}\n",
+                                     source, tuned, *device_key, to_string(cls), preferred)
                        : fmt::format("{} names {} for {} / {}, which is not eligible here; {}\n", source, tuned,
                                      *device_key, to_string(cls), preferred);
     decision.source = used ? (borrowed ? RouteSource::borrowed_table : RouteSource::measured_table)

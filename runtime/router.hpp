@@ -15,6 +15,7 @@
 #include "runtime/check_args.hpp"
 #include "runtime/tuning_table.hpp"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,11 +38,26 @@ struct TargetChoice {
 /// The target rule for one schedule on one device.
 TargetChoice choose_target(const Schedule& schedule, const DeviceDescription& device);
 
+/// Whether a schedule of a family that never ran on real hardware of this
+/// target (verified_on_hardware false) has passed `kdajit selftest` on this
+/// device in this environment (the caller matches the records: device,
+/// driver, NVRTC, kdajit version, the schedule's source hash).
+using SelftestTrust = std::function<bool(const Schedule&, const Target&)>;
+
+/// Families that ran and were verified on real hardware of the target: the
+/// wgmma and warp_mma families; not tcgen05 (sm_100a/f, sm_103a: compiled in
+/// CI, run only through the sm_90a proxy), which routing takes automatically
+/// only after it passed `kdajit selftest` on the device.
+bool verified_on_hardware(const Schedule& schedule, const Target& target);
+
 struct RouteRequest {
   std::optional<std::string> schedule = std::nullopt; ///< an explicit schedule: refused with the reason if ineligible
   std::optional<Family> family = std::nullopt; ///< only this family's schedules: refused with the reasons if none is eligible
   const TuningTable* tuning = nullptr; ///< measured choices (kdajit tune); nullptr: the static preference
   std::optional<std::string> target = std::nullopt; ///< an explicit target (needs `schedule`): see explicit_target
+  /// Passed selftests on this device; empty: none has (every schedule that is
+  /// not verified_on_hardware stays last, and a table entry naming one is ignored).
+  SelftestTrust selftest_passed = nullptr;
 };
 
 /// An explicitly requested target for one schedule on one device: known,
@@ -71,8 +87,11 @@ struct RouteDecision {
 /// eligible; else, for a device the table does not list, the entry of the
 /// measured device of the same CC with the nearest SM count, the shape class
 /// taken from the device's own SM count ("borrowed"); else the static
-/// preference: wgmma before warp_mma, tcgen05 (compile-verified only) last,
-/// the larger chunk first, then the name. Never the first schedule by name.
+/// preference: the tensor-core families of the device (wgmma; tcgen05 once it
+/// passed `kdajit selftest` here) before warp_mma, a schedule never run on
+/// this hardware and not self-tested last, the larger chunk first, then the
+/// name. A table entry naming a schedule that is neither verified on hardware
+/// nor self-tested here is not taken. Never the first schedule by name.
 /// Throws TensorError (argument "schedule") when nothing is eligible or an
 /// explicit request is not.
 RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescription& device,

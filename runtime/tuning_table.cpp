@@ -18,7 +18,60 @@ constexpr std::pair<ShapeClass, std::string_view> k_class_names[] = {{ShapeClass
                                                                     {ShapeClass::two_waves, "two_waves"},
                                                                     {ShapeClass::many, "many"}};
 
+nlohmann::json record_json(const SelftestRecord& r) {
+  return {{"device", r.device},         {"schedule", r.schedule}, {"target", r.target},
+          {"source_sha256", r.source_sha256}, {"driver_version", r.driver_version}, {"nvrtc", r.nvrtc},
+          {"kdajit", r.kdajit},         {"pass", r.pass},         {"detail", r.detail}};
+}
+
+std::optional<SelftestRecord> record_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) {
+    return std::nullopt;
+  }
+  SelftestRecord r;
+  for (auto [key, field] : {std::pair{"device", &r.device}, std::pair{"schedule", &r.schedule},
+                            std::pair{"target", &r.target}, std::pair{"source_sha256", &r.source_sha256},
+                            std::pair{"nvrtc", &r.nvrtc}, std::pair{"kdajit", &r.kdajit},
+                            std::pair{"detail", &r.detail}}) {
+    if (!j.contains(key) || !j[key].is_string()) {
+      return std::nullopt;
+    }
+    *field = j[key].get<std::string>();
+  }
+  if (!j.contains("driver_version") || !j["driver_version"].is_number_integer() || !j.contains("pass") ||
+      !j["pass"].is_boolean()) {
+    return std::nullopt;
+  }
+  r.driver_version = j["driver_version"].get<int>();
+  r.pass = j["pass"].get<bool>();
+  return r;
+}
+
 } // namespace
+
+bool SelftestRecord::same_identity(const SelftestRecord& o) const {
+  return device == o.device && schedule == o.schedule && target == o.target && source_sha256 == o.source_sha256 &&
+         driver_version == o.driver_version && nvrtc == o.nvrtc && kdajit == o.kdajit;
+}
+
+void TuningTable::record_selftest(const SelftestRecord& record) {
+  for (SelftestRecord& r : m_selftests) {
+    if (r.same_identity(record)) {
+      r = record;
+      return;
+    }
+  }
+  m_selftests.push_back(record);
+}
+
+const SelftestRecord* TuningTable::find_selftest(const SelftestRecord& identity) const {
+  for (const SelftestRecord& r : m_selftests) {
+    if (r.same_identity(identity)) {
+      return &r;
+    }
+  }
+  return nullptr;
+}
 
 std::string_view to_string(ShapeClass c) {
   for (const auto& [value, name] : k_class_names) {
@@ -74,7 +127,15 @@ void TuningTable::set(const std::string& device_key, ShapeClass c, const std::st
 }
 
 nlohmann::json TuningTable::to_json() const {
-  return {{"format_version", k_format_version}, {"devices", m_entries}};
+  nlohmann::json j = {{"format_version", k_format_version}, {"devices", m_entries}};
+  if (!m_selftests.empty()) {
+    nlohmann::json records = nlohmann::json::array();
+    for (const SelftestRecord& r : m_selftests) {
+      records.push_back(record_json(r));
+    }
+    j["selftests"] = std::move(records);
+  }
+  return j;
 }
 
 std::optional<TuningTable> TuningTable::from_json(const nlohmann::json& json) {
@@ -96,6 +157,18 @@ std::optional<TuningTable> TuningTable::from_json(const nlohmann::json& json) {
         return std::nullopt;
       }
       t.m_entries[device][name] = schedule.get<std::string>();
+    }
+  }
+  if (json.contains("selftests")) {
+    if (!json["selftests"].is_array()) {
+      return std::nullopt;
+    }
+    for (const nlohmann::json& one : json["selftests"]) {
+      const std::optional<SelftestRecord> r = record_from_json(one);
+      if (!r) {
+        return std::nullopt;
+      }
+      t.record_selftest(*r);
     }
   }
   return t;
@@ -156,6 +229,11 @@ void TuningTable::fill_from(const TuningTable& other) {
   for (const auto& [device, classes] : other.m_entries) {
     for (const auto& [name, schedule] : classes) {
       m_entries[device].emplace(name, schedule);
+    }
+  }
+  for (const SelftestRecord& r : other.m_selftests) {
+    if (find_selftest(r) == nullptr) {
+      m_selftests.push_back(r);
     }
   }
 }

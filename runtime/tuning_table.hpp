@@ -5,7 +5,10 @@
 /// without an entry borrows its CC's nearest measured device; without any,
 /// the router's static preference decides). Two sources: the local table
 /// `kdajit tune` writes, and the tables shipped in tuning/*.json (embedded at
-/// build time); local entries win, entry by entry.
+/// build time); local entries win, entry by entry. The local table also holds
+/// the records of `kdajit selftest` (SelftestRecord): which schedules of a
+/// family never run on a device's hardware passed there, the trust routing
+/// needs before it takes them automatically.
 #pragma once
 
 #include "compiler/embedded_file.hpp"
@@ -37,6 +40,25 @@ ShapeClass shape_class(std::int64_t pairs, int sm_count);
 /// "cc9.0-sm132".
 std::string tuning_device_key(int cc_major, int cc_minor, int sm_count);
 
+/// One `kdajit selftest` result: a schedule on a target, checked against the
+/// CPU fp64 reference on one device in one environment. A record speaks only
+/// for the identity it names: the device (CC and SM count), the driver, the
+/// NVRTC, the kdajit version and the SHA-256 of the schedule's emitted source
+/// (the plain plan's); a change to any of them needs a new selftest.
+struct SelftestRecord {
+  std::string device;        ///< tuning_device_key, e.g. "cc10.0-sm148"
+  std::string schedule;
+  std::string target;
+  std::string source_sha256; ///< of the schedule's plain plan for `target` (ShapeKey{})
+  int driver_version = 0;    ///< cuDriverGetVersion
+  std::string nvrtc;         ///< "13.0"
+  std::string kdajit;        ///< the kdajit version
+  bool pass = false;
+  std::string detail;        ///< the figures, or why it failed (a timeout, a signal, a tolerance)
+  /// Same device, schedule, target, source, driver, NVRTC and kdajit version.
+  bool same_identity(const SelftestRecord& other) const;
+};
+
 class TuningTable {
 public:
   inline static constexpr int k_format_version = 1;
@@ -48,7 +70,14 @@ public:
   /// counts ("cc9.0-sm132" -> 132).
   std::vector<std::pair<std::string, int>> devices_of_cc(int cc_major, int cc_minor) const;
 
-  /// {"format_version": 1, "devices": {"cc9.0-sm132": {"one_wave": "portable_c16", ...}}}
+  /// Adds `record`, replacing one of the same identity.
+  void record_selftest(const SelftestRecord& record);
+  /// The record of `identity`'s identity (its pass and detail are ignored), if any.
+  const SelftestRecord* find_selftest(const SelftestRecord& identity) const;
+  const std::vector<SelftestRecord>& selftests() const { return m_selftests; }
+
+  /// {"format_version": 1, "devices": {"cc9.0-sm132": {"one_wave": "portable_c16", ...}},
+  ///  "selftests": [{"device": ..., "schedule": ..., "pass": true, ...}]} ("selftests" only when there are some)
   nlohmann::json to_json() const;
   /// Nothing when the JSON is not a table of this format.
   static std::optional<TuningTable> from_json(const nlohmann::json& json);
@@ -60,11 +89,12 @@ public:
 
   /// The tables of tuning/*.json, merged (embedded at build time).
   static const TuningTable& shipped();
-  /// Adds every entry of `other` that this table lacks.
+  /// Adds every entry (and selftest record) of `other` that this table lacks.
   void fill_from(const TuningTable& other);
 
 private:
   std::map<std::string, std::map<std::string, std::string>> m_entries;
+  std::vector<SelftestRecord> m_selftests;
 };
 
 /// KDAJIT_TUNE_FILE, else <cache root>/tuning-v1.json, else nothing (memory-only cache).

@@ -89,8 +89,20 @@ usage:
   kdajit accuracy [--state fp32|bf16] [--schedule S] [--json]
       The six accuracy cases of the peers' H200 table: relative RMS error of
       output and state beside FlashKDA's and FLA's, and the ratio to FLA's.
-  kdajit tune [--iters N] [--warmup N] [--dry-run] [--json]
-      Benchmark every eligible shipped schedule on this GPU on the bench
+  kdajit selftest [--all | --schedule S] [--timeout SECONDS] [--dry-run] [--json]
+      Trust on first use: check each schedule this GPU runs whose family never
+      ran on such hardware (tcgen05 on CC 10.x) against the CPU fp64
+      reference (four small calls: packed and fixed, bf16 and fp32 state, the
+      gate at -8 and +8; then one timed workload), each in a child process
+      killed after SECONDS (default 300), so that a hang or a crash is a
+      recorded failure. The results go into the local tuning table with the
+      device, driver, NVRTC, kdajit version and the schedule's source hash;
+      routing takes such a schedule automatically only once it passed here.
+      --all: every schedule this GPU runs (the tcgen05 proxies included);
+      exit 8 when one failed.
+  kdajit tune [--iters N] [--warmup N] [--timeout SECONDS] [--dry-run] [--json]
+      Run selftest first, then benchmark every eligible shipped schedule that
+      is verified on such hardware or passed selftest here, on the bench
       workloads of each shape class (how the sequence x head pairs fill the
       SMs; workloads of at most 32,768 tokens) and write the one with the
       lowest geometric mean into the local tuning table (KDAJIT_TUNE_FILE,
@@ -199,6 +211,9 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   if (args[0] == "accuracy") {
     return accuracy_command(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
+  }
+  if (args[0] == "selftest") {
+    return selftest_command(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   }
   if (args[0] == "tune") {
     return tune_command(std::vector<std::string>(args.begin() + 1, args.end()), out, err);

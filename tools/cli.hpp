@@ -29,6 +29,7 @@ int cache_show_command(const std::vector<std::string>& args, std::ostream& out, 
 int cache_verify_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int route_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int accuracy_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int selftest_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int tune_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int verify_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int bench_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

@@ -12,6 +12,7 @@
 #include "runtime/nvrtc_compiler.hpp"
 #include "runtime/nvrtc_library.hpp"
 #include "runtime/router.hpp"
+#include "runtime/selftest_trust.hpp"
 #include "runtime/tuning_table.hpp"
 #include "runtime/cuda_driver.hpp"
 #include "tools/args.hpp"
@@ -71,6 +72,7 @@ nlohmann::json device_json(const runtime::DeviceInfo& info, const std::string& n
   try {
     RouteRequest request;
     request.tuning = &table;
+    request.selftest_passed = selftest_trust(table, selftest_environment(d));
     const RouteDecision r = route(shipped_schedules(), d, problem, request);
     j["routes_to"] = {{"schedule", r.schedule->name}, {"target", r.target.name}};
   } catch (const Error& e) {

@@ -7,6 +7,7 @@
 #include "runtime/device_info.hpp"
 #include "runtime/kernel_registry.hpp"
 #include "runtime/router.hpp"
+#include "runtime/selftest_trust.hpp"
 #include "tools/args.hpp"
 #include "tools/json_output.hpp"
 #include "tools/cli.hpp"
@@ -96,6 +97,7 @@ int route_command(const std::vector<std::string>& args, std::ostream& out, std::
       tuning_table_path(KernelRegistry::instance().disk_cache().config().root);
   const TuningTable table = routing_tuning_table(table_path);
   request.tuning = &table;
+  request.selftest_passed = selftest_trust(table, selftest_environment(device));
   const RouteDecision d = route(shipped_schedules(), device, problem, request);
   if (parsed.has("--json")) {
     out << nlohmann::json{{"cc", fmt::format("{}.{}", device.cc_major, device.cc_minor)},

@@ -1,5 +1,7 @@
-// kdajit tune [--iters N] [--warmup N] [--dry-run] [--json]
-// Benchmarks every eligible shipped schedule on the present GPU on the bench
+// kdajit tune [--iters N] [--warmup N] [--timeout SECONDS] [--dry-run] [--json]
+// Runs `kdajit selftest` first (the schedules the device never verified),
+// then benchmarks every eligible shipped schedule that is verified on such
+// hardware or passed selftest here, on the present GPU on the bench
 // workloads of each shape class (how the sequence x head pairs fill the SMs;
 // workloads of at most 32,768 tokens) and writes the schedule with the lowest
 // geometric mean of the median times into the tuning table that routing reads
@@ -20,6 +22,10 @@
 #include "tools/bench_runner.hpp"
 #include "tools/cli.hpp"
 #include "tools/exit_codes.hpp"
+#include "tools/selftest.hpp"
+#include "runtime/selftest_trust.hpp"
+#include "runtime/nvrtc_compiler.hpp"
+#include "compiler/errors.hpp"
 
 #include <fmt/format.h>
 
@@ -45,7 +51,8 @@ ProblemShape problem_of(const BenchWorkload& w, const Workload& wl) {
 } // namespace
 
 int tune_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  const ParsedArgs parsed = parse_args(args, {"--dry-run", "--json"}, {"--iters", "--warmup"});
+  const ParsedArgs parsed = parse_args(args, {"--dry-run", "--json"}, {"--iters", "--warmup", "--timeout"});
+  const int timeout_s = static_cast<int>(integer_option(parsed, "--timeout", 300, 1, 86400));
   const int iters = static_cast<int>(integer_option(parsed, "--iters", 50, 1, 1'000'000));
   const int warmup = static_cast<int>(integer_option(parsed, "--warmup", 10, 0, 1'000'000));
   if (!runtime::driver_status().available) {
@@ -58,9 +65,21 @@ int tune_command(const std::vector<std::string>& args, std::ostream& out, std::o
   device.cc_major = info.cc_major;
   device.cc_minor = info.cc_minor;
   device.sm_count = info.sm_count;
+  try {
+    const runtime::NvrtcVersion v = runtime::NvrtcCompiler().version();
+    device.nvrtc_major = v.major;
+    device.nvrtc_minor = v.minor;
+  } catch (const ToolchainError&) {
+  }
   const std::string device_key = tuning_device_key(info.cc_major, info.cc_minor, info.sm_count);
   const std::optional<std::string> path = tuning_table_path(KernelRegistry::instance().disk_cache().config().root);
   TuningTable table = path ? TuningTable::load(*path) : TuningTable{};
+  const std::vector<SelftestCandidate> untested = selftest_candidates(device, false, std::nullopt);
+  if (!untested.empty()) {
+    out << fmt::format("selftest first: {} schedule(s) never run on such hardware\n", untested.size());
+    run_selftests(untested, device, timeout_s, table, out);
+  }
+  const SelftestTrust passed = selftest_trust(table, selftest_environment(device));
   RandomPool pool(2026, std::size_t{1} << 24);
   std::mt19937_64 rng(2026);
   nlohmann::json report = nlohmann::json::array();
@@ -79,7 +98,8 @@ int tune_command(const std::vector<std::string>& args, std::ostream& out, std::o
       const ProblemShape problem = problem_of(*w, wl);
       for (const Schedule& s : shipped_schedules()) {
         const TargetChoice t = choose_target(s, device);
-        if (!t.target || !ineligibility(s, *t.target, problem).empty()) {
+        if (!t.target || !ineligibility(s, *t.target, problem).empty() ||
+            !(verified_on_hardware(s, *t.target) || passed(s, *t.target))) {
           continue;
         }
         PrefillOptions options;

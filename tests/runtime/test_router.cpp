@@ -293,14 +293,18 @@ TEST_CASE("router: explicit and unknown schedule requests", "[runtime][router]")
   }
 }
 
-TEST_CASE("router: CC 10.0 and 10.3 list the fused M128 design as eligible; auto takes it only from a measured table",
+TEST_CASE("router: CC 10.0 and 10.3 list the fused M128 design as eligible; auto takes it only after a selftest passed",
           "[runtime][router]") {
+  const SelftestTrust tcgen05_passed = [](const Schedule& s, const Target&) { return s.family == Family::tcgen05; };
   for (const DeviceDescription& d : {device(10, 0, 13, 0), device(10, 0, 12, 8), device(10, 3, 13, 0)}) {
     INFO("CC " << d.cc_major << "." << d.cc_minor << " NVRTC " << d.nvrtc_major << "." << d.nvrtc_minor);
     const std::string family_target = d.nvrtc_major >= 13 ? "sm_100f" : (d.cc_minor == 3 ? "sm_103a" : "sm_100a");
-    // no measured table for Blackwell ships: the static preference, warp_mma before tcgen05
+    // no measured table for Blackwell ships, no selftest passed: the static
+    // preference, warp_mma before tcgen05 (never run on such hardware)
     const RouteDecision r = route(shipped_schedules(), d, problem(), {});
     CHECK(r.schedule->name == "portable_c16");
+    CHECK_THAT(r.explanation, Contains("never run on such hardware and not self-tested here (kdajit selftest): ranked "
+                                       "last"));
     CHECK_THAT(r.explanation, Contains("sm100_m128_c32: eligible on " + family_target));
     CHECK_THAT(r.explanation, Contains("sm100_n16_c16: eligible on " + family_target));
     CHECK_THAT(r.explanation, Contains("sm100_m64_c32: eligible on " + family_target));
@@ -308,12 +312,27 @@ TEST_CASE("router: CC 10.0 and 10.3 list the fused M128 design as eligible; auto
     const RouteDecision m128 = route(shipped_schedules(), d, problem(), RouteRequest{std::string("sm100_m128_c32")});
     CHECK(m128.schedule->name == "sm100_m128_c32");
     CHECK(m128.target.name == family_target);
-    // a table measured on such a device (kdajit tune) picks it
+    // a table naming it is not taken before the schedule passed selftest here ...
     TuningTable table;
     table.set(tuning_device_key(d.cc_major, d.cc_minor, d.sm_count), shape_class(2 * 4, d.sm_count), "sm100_m128_c32");
     RouteRequest tuned;
     tuned.tuning = &table;
+    const RouteDecision before = route(shipped_schedules(), d, problem(), tuned);
+    CHECK(before.schedule->name == "portable_c16");
+    CHECK_THAT(before.explanation, Contains("names sm100_m128_c32 for"));
+    CHECK_THAT(before.explanation, Contains("which has not passed kdajit selftest on this device"));
+    // ... and is after (kdajit tune runs selftest first)
+    tuned.selftest_passed = tcgen05_passed;
     CHECK(route(shipped_schedules(), d, problem(), tuned).schedule->name == "sm100_m128_c32");
+    // without a table, a passed selftest puts the tcgen05 family first: chunk 32, then the name
+    RouteRequest trusted;
+    trusted.selftest_passed = tcgen05_passed;
+    const RouteDecision after = route(shipped_schedules(), d, problem(), trusted);
+    CHECK(after.schedule->name == "sm100_m128_c32");
+    CHECK_THAT(after.explanation, Contains("passed kdajit selftest on this device"));
+    // a pass of one schedule trusts that schedule only
+    trusted.selftest_passed = [](const Schedule& s, const Target&) { return s.name == "sm100_n16_c16"; };
+    CHECK(route(shipped_schedules(), d, problem(), trusted).schedule->name == "sm100_n16_c16");
     CHECK_THAT(r.explanation, Contains("sm120_c32: not eligible: no target for CC 10."));
     CHECK_THAT(r.explanation, Contains("portable_c16_m64: not eligible: no target for CC 10."));
   }
@@ -444,6 +463,7 @@ TEST_CASE("router: the seed's Blackwell variant table picks M64 for few pairs an
   const TuningTable table = TuningTable::load(test::source_path("docs/routing/blackwell-seed003.json"));
   RouteRequest tuned;
   tuned.tuning = &table;
+  tuned.selftest_passed = [](const Schedule& s, const Target&) { return s.family == Family::tcgen05; };
   for (int sms : {148, 152}) {
     DeviceDescription d = device(10, 0, 13, 0);
     d.sm_count = sms;

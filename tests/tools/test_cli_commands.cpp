@@ -70,7 +70,7 @@ TEST_CASE("route explains the choice on a simulated device", "[tools][cli]") {
 }
 
 TEST_CASE("GPU commands say so without a GPU", "[tools][cli]") {
-  for (const char* command : {"bench", "verify", "tune", "accuracy"}) {
+  for (const char* command : {"bench", "verify", "tune", "accuracy", "selftest"}) {
     INFO(command);
     const test::CliRun run = test::run_kdajit({command});
     if (run.exit_code == tools::k_exit_no_device) {

@@ -1,0 +1,47 @@
+#include "runtime/selftest_trust.hpp"
+
+#include "compiler/emit/emit_cuda.hpp"
+#include "compiler/lower.hpp"
+#include "compiler/validated_schedule.hpp"
+#include "runtime/cuda_driver.hpp"
+#include "runtime/generator_identity.hpp"
+
+#include <fmt/format.h>
+
+namespace kda {
+
+SelftestEnvironment selftest_environment(const DeviceDescription& d) {
+  SelftestEnvironment env;
+  env.device = tuning_device_key(d.cc_major, d.cc_minor, d.sm_count);
+  env.driver_version = runtime::driver_status().driver_version;
+  env.nvrtc = fmt::format("{}.{}", d.nvrtc_major, d.nvrtc_minor);
+  return env;
+}
+
+SelftestRecord selftest_identity(const Schedule& schedule, const Target& target, const SelftestEnvironment& env) {
+  SelftestRecord r;
+  r.device = env.device;
+  r.schedule = schedule.name;
+  r.target = target.name;
+  r.source_sha256 = emitted_source_sha256(emit_cuda(lower(validate(schedule, target), ShapeKey{})).text);
+  r.driver_version = env.driver_version;
+  r.nvrtc = env.nvrtc;
+  r.kdajit = KDAJIT_VERSION;
+  return r;
+}
+
+SelftestTrust selftest_trust(const TuningTable& table, const SelftestEnvironment& env) {
+  return [&table, env](const Schedule& schedule, const Target& target) {
+    bool any = false;
+    for (const SelftestRecord& r : table.selftests()) {
+      any = any || (r.device == env.device && r.schedule == schedule.name && r.target == target.name && r.pass);
+    }
+    if (!any) {
+      return false;
+    }
+    const SelftestRecord* r = table.find_selftest(selftest_identity(schedule, target, env));
+    return r != nullptr && r->pass;
+  };
+}
+
+} // namespace kda
