@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the [gpu] test cases on a machine with a CUDA driver and a GPU (the H200
 # test machine), using an existing build (scripts/build.sh on the development
-# machine; copy build/ over), then what else is built:
+# machine; copy build/ over), then `kdajit selftest --all` (each schedule the
+# GPU runs in a child process, recorded in a scratch tuning table), then what
+# else is built:
 #   - the example host programs (scripts/build-examples.sh), against the
 #     installed libkdajit.so;
 #   - the Python package's tests, CPU and GPU, with torch from the machine
@@ -46,6 +48,17 @@ if [ "$markers" != "fla" ]; then
   echo "kernels compiled ahead in $(( $(date +%s) - warm )) s" | tee -a "$log"
   KDAJIT_GPU_TESTS=1 "$build/tests/kdajit_tests" "[gpu]" --durations yes "$@" 2>&1 | tee -a "$log"
   status=${PIPESTATUS[0]}
+fi
+if [ "$markers" != "fla" ]; then
+  # trust on first use: every schedule this GPU runs (the tcgen05 proxies
+  # included), each in a child process, recorded in a scratch tuning table;
+  # then the default run, which on the H200 has nothing left to check
+  table=$(mktemp -d)/tuning.json
+  KDAJIT_TUNE_FILE="$table" "$build/tools/kdajit" selftest --all --timeout 300 2>&1 | tee -a "$log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  KDAJIT_TUNE_FILE="$table" "$build/tools/kdajit" selftest 2>&1 | tee -a "$log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  grep -c '"pass": true' "$table" | sed 's/^/selftest records passing: /' | tee -a "$log"
 fi
 if [ "$markers" != "fla" ] && [ -x "$build/examples/prefill_cpp" ] && [ -x "$build/examples/prefill_c" ]; then
   lib="$build/prefix/lib"
