@@ -11,22 +11,37 @@ namespace {
 // 9.0 / 10.x, 164 KB on 8.0, 100 KB on 12.0; 2,048 threads, 1,536 on 12.0).
 const std::vector<Target>& target_table() {
   static const std::vector<Target> k_targets = {
-      {"sm_80", 8, 0, ArchVariant::plain, 166'912, 0, 0, {Family::warp_mma}, 167'936, 2048, "", false},
-      {"sm_90", 9, 0, ArchVariant::plain, 232'448, 0, 0, {Family::warp_mma}, 233'472, 2048, "", false},
-      {"sm_90a", 9, 0, ArchVariant::arch_specific, 232'448, 0, 0, {Family::warp_mma, Family::wgmma}, 233'472, 2048, "", false},
-      {"sm_100a", 10, 0, ArchVariant::arch_specific, 232'448, 512, 128, {Family::warp_mma, Family::tcgen05}, 233'472,
-       2048, "", false},
-      {"sm_100f", 10, 0, ArchVariant::family, 232'448, 512, 128, {Family::warp_mma, Family::tcgen05}, 233'472, 2048, "", false},
-      {"sm_103a", 10, 3, ArchVariant::arch_specific, 232'448, 512, 128, {Family::warp_mma, Family::tcgen05}, 233'472,
-       2048, "", false},
-      {"sm_120a", 12, 0, ArchVariant::arch_specific, 101'376, 0, 0, {Family::warp_mma}, 102'400, 1536, "", false},
+      {.name = "sm_80", .cc_major = 8, .cc_minor = 0, .variant = ArchVariant::plain,
+       .max_smem_per_block = 166'912, .families = {Family::warp_mma}, .smem_per_sm = 167'936,
+       .max_threads_per_sm = 2048},
+      {.name = "sm_90", .cc_major = 9, .cc_minor = 0, .variant = ArchVariant::plain,
+       .max_smem_per_block = 232'448, .families = {Family::warp_mma}, .smem_per_sm = 233'472,
+       .max_threads_per_sm = 2048},
+      {.name = "sm_90a", .cc_major = 9, .cc_minor = 0, .variant = ArchVariant::arch_specific,
+       .max_smem_per_block = 232'448, .families = {Family::warp_mma, Family::wgmma}, .smem_per_sm = 233'472,
+       .max_threads_per_sm = 2048},
+      {.name = "sm_100a", .cc_major = 10, .cc_minor = 0, .variant = ArchVariant::arch_specific,
+       .max_smem_per_block = 232'448, .tmem_columns = 512, .tmem_lanes = 128,
+       .families = {Family::warp_mma, Family::tcgen05}, .smem_per_sm = 233'472, .max_threads_per_sm = 2048},
+      {.name = "sm_100f", .cc_major = 10, .cc_minor = 0, .variant = ArchVariant::family,
+       .max_smem_per_block = 232'448, .tmem_columns = 512, .tmem_lanes = 128,
+       .families = {Family::warp_mma, Family::tcgen05}, .smem_per_sm = 233'472, .max_threads_per_sm = 2048},
+      {.name = "sm_103a", .cc_major = 10, .cc_minor = 3, .variant = ArchVariant::arch_specific,
+       .max_smem_per_block = 232'448, .tmem_columns = 512, .tmem_lanes = 128,
+       .families = {Family::warp_mma, Family::tcgen05}, .smem_per_sm = 233'472, .max_threads_per_sm = 2048},
+      {.name = "sm_120a", .cc_major = 12, .cc_minor = 0, .variant = ArchVariant::arch_specific,
+       .max_smem_per_block = 101'376, .families = {Family::warp_mma}, .smem_per_sm = 102'400,
+       .max_threads_per_sm = 1536},
       // Plain sm_120: its cubins run on every CC 12.x device (12.0 and 12.1,
       // the latter without a target of its own here), NVRTC 12.8 builds it.
-      {"sm_120", 12, 0, ArchVariant::plain, 101'376, 0, 0, {Family::warp_mma}, 102'400, 1536, "", false},
+      {.name = "sm_120", .cc_major = 12, .cc_minor = 0, .variant = ArchVariant::plain,
+       .max_smem_per_block = 101'376, .families = {Family::warp_mma}, .smem_per_sm = 102'400,
+       .max_threads_per_sm = 1536},
       // The sm_90a proxy of the tcgen05 targets: Hopper's SMEM, TMEM emulated
       // as a per-CTA image in global memory (512 columns x 128 lanes).
-      {"sm_90a_proxy", 9, 0, ArchVariant::arch_specific, 232'448, 512, 128, {Family::tcgen05}, 233'472, 2048, "sm_90a",
-       true},
+      {.name = "sm_90a_proxy", .cc_major = 9, .cc_minor = 0, .variant = ArchVariant::arch_specific,
+       .max_smem_per_block = 232'448, .tmem_columns = 512, .tmem_lanes = 128, .families = {Family::tcgen05},
+       .smem_per_sm = 233'472, .max_threads_per_sm = 2048, .nvrtc_arch = "sm_90a", .tcgen05_proxy = true},
   };
   return k_targets;
 }

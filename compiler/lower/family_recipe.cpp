@@ -14,6 +14,15 @@ namespace {
 constexpr ExtentNeed k_m_tile{0, 1, 0}; // the schedule's M tile
 constexpr ExtentNeed k_stages{0, 0, 1}; // the kernel's pipeline stages
 
+// The packed layout's chunk-offsets kernel (one block of 256 threads),
+// shared by every family.
+KernelRecipe chunk_offsets_recipe() {
+  return {.role = KernelRole::sequence_table,
+          .fragment = "common/sequences",
+          .call = "kda::compute_chunk_offsets",
+          .threads = 256};
+}
+
 // The fused tcgen05 kernel's buffers at chunk C: C-row tiles of 128 columns,
 // [C x C] blocks, the output and the solve's operands per M tile, a barrier
 // per ring slot for the ring's four barriers.
@@ -64,22 +73,21 @@ std::vector<BufferNeed> prepare_c16_buffers(std::vector<BufferNeed> more) {
 // checkpoints); it waits for the prepare kernel, so it may be launched early.
 // The record's size is the workspace record's (check_record_image).
 KernelRecipe wgmma_recurrence(std::int64_t c) {
-  return {KernelRole::recurrence,
-          "wgmma/recurrence",
-          "kda::frag::recurrence",
-          {{"record", DType::bf16, {}},
-           {"v", DType::bf16, {{c}, {136}}},
-           {"out", DType::bf16, {{2}, {c}, {136}}},
-           {"full", DType::u64, {k_stages}},
-           {"empty", DType::u64, {k_stages}},
-           {"out_full", DType::u64, {{2}}},
-           {"out_empty", DType::u64, {{2}}},
-           {"checkpoint", DType::bf16, {{0, 1}, {128}}},
-           {"checkpoint_full", DType::u64, {{1}}},
-           {"checkpoint_empty", DType::u64, {{1}}}},
-          {"mma", "producer"},
-          0,
-          true};
+  return {.role = KernelRole::recurrence,
+          .fragment = "wgmma/recurrence",
+          .call = "kda::frag::recurrence",
+          .buffers = {{"record", DType::bf16, {}},
+                      {"v", DType::bf16, {{c}, {136}}},
+                      {"out", DType::bf16, {{2}, {c}, {136}}},
+                      {"full", DType::u64, {k_stages}},
+                      {"empty", DType::u64, {k_stages}},
+                      {"out_full", DType::u64, {{2}}},
+                      {"out_empty", DType::u64, {{2}}},
+                      {"checkpoint", DType::bf16, {{0, 1}, {128}}},
+                      {"checkpoint_full", DType::u64, {{1}}},
+                      {"checkpoint_empty", DType::u64, {{1}}}},
+          .roles = {"mma", "producer"},
+          .waits_for_prior_grid = true};
 }
 
 // The fused tcgen05 kernel at chunk C (tcgen05/fused_*): the MMA shapes, the
@@ -92,12 +100,12 @@ FamilyRecipe tcgen05_fused_recipe(const std::string& name, int c, std::vector<in
   r.chunk_size = c;
   r.common_fragments = {"common/prologue",      "common/sequences",      "common/async_copy",     "tcgen05/ops",
                         "tcgen05/fused_common", "tcgen05/fused_prepare", "tcgen05/fused_consumer"};
-  r.kernels = {{KernelRole::fused,
-                "tcgen05/fused_kernel",
-                "kda::frag::fused_prefill",
-                tcgen05_fused_buffers(c),
-                {"state", "epilogue", "load", "mma", "producer"}}};
-  r.chunk_offsets = {KernelRole::sequence_table, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256};
+  r.kernels = {{.role = KernelRole::fused,
+                .fragment = "tcgen05/fused_kernel",
+                .call = "kda::frag::fused_prefill",
+                .buffers = tcgen05_fused_buffers(c),
+                .roles = {"state", "epilogue", "load", "mma", "producer"}}};
+  r.chunk_offsets = chunk_offsets_recipe();
   r.inverse_block = 8; // 8 x 8 diagonal blocks, merged by doubling up to C
   r.m_tiles = std::move(m_tiles);
   r.umma = FamilyRecipe::Umma{
@@ -109,7 +117,8 @@ FamilyRecipe tcgen05_fused_recipe(const std::string& name, int c, std::vector<in
       // [S | O^T], P^T then U^T, the bf16 snapshot of S
       {{"STATE", 128}, {"OUT", c}, {"WORK", c}, {"SNAPSHOT", 64}}};
   r.tile_tensor_map_cols = 64;
-  r.features = {true, true, true}; // pools and checkpoints in consume_state, seq_order in recurrence_pair
+  // pools and checkpoints in consume_state, seq_order in recurrence_pair
+  r.features = {.state_pool = true, .seq_order = true, .checkpoints = true};
   r.proxy_ops_fragment = "tcgen05/proxy_ops";
   return r;
 }
@@ -119,121 +128,119 @@ FamilyRecipe tcgen05_fused_recipe(const std::string& name, int c, std::vector<in
 const std::vector<FamilyRecipe>& all_family_recipes() {
   static const std::vector<FamilyRecipe> k_recipes = {
       {
-          "warp_mma_decomposed_c16",
-          Family::warp_mma,
-          Decomposition::decomposed,
-          16,
-          {"common/prologue", "common/sequences", "warp_mma/record_rows", "common/recurrence_io", "common/prepare_ops"},
-          {{KernelRole::prepare, "common/prepare_chunk", "kda::frag::prepare_chunk",
-            // the row-layout record copies Kr from an SMEM tile
-            prepare_c16_buffers({{"kr", DType::bf16, {{16}, {136}}}}),
-            {"prepare"}},
-           {KernelRole::recurrence, "warp_mma/recurrence", "kda::frag::recurrence",
-            {{"kd", DType::bf16, {{16}, {136}}},
-             {"qd", DType::bf16, {{16}, {136}}},
-             {"kr", DType::bf16, {{16}, {136}}},
-             {"v", DType::bf16, {{16}, {136}}},
-             {"tinv", DType::bf16, {{16}, {24}}},
-             {"mqk", DType::bf16, {{16}, {24}}},
-             {"beta", DType::fp32, {{16}}},
-             {"gamma", DType::fp32, {{128}}},
-             {"out", DType::bf16, {{2}, {16}, {136}}}},
-            {"mma"}}},
-          {KernelRole::sequence_table, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256},
-          {{"KD", 0, 16 * 128 * 2},
-           {"QD", 0, 16 * 128 * 2},
-           {"KR", 0, 16 * 128 * 2},
-           {"TINV", 0, 16 * 16 * 2},
-           {"MQK", 0, 16 * 16 * 2},
-           {"BETA", 0, 16 * 4},
-           {"GAMMA", 0, 128 * 4}},
-          "",
-          {},
-          16,
-          false,
-          {},
-          std::nullopt,
-          "",
-          MqkDiagonal::operands,
-          0,
-          {true, true, true}, // pools and checkpoints in recurrence_io, seq_order in recurrence_pair
+          .name = "warp_mma_decomposed_c16",
+          .family = Family::warp_mma,
+          .decomposition = Decomposition::decomposed,
+          .chunk_size = 16,
+          .common_fragments = {"common/prologue", "common/sequences", "warp_mma/record_rows", "common/recurrence_io",
+                               "common/prepare_ops"},
+          .kernels = {{.role = KernelRole::prepare,
+                       .fragment = "common/prepare_chunk",
+                       .call = "kda::frag::prepare_chunk",
+                       // the row-layout record copies Kr from an SMEM tile
+                       .buffers = prepare_c16_buffers({{"kr", DType::bf16, {{16}, {136}}}}),
+                       .roles = {"prepare"}},
+                      {.role = KernelRole::recurrence,
+                       .fragment = "warp_mma/recurrence",
+                       .call = "kda::frag::recurrence",
+                       .buffers = {{"kd", DType::bf16, {{16}, {136}}},
+                                   {"qd", DType::bf16, {{16}, {136}}},
+                                   {"kr", DType::bf16, {{16}, {136}}},
+                                   {"v", DType::bf16, {{16}, {136}}},
+                                   {"tinv", DType::bf16, {{16}, {24}}},
+                                   {"mqk", DType::bf16, {{16}, {24}}},
+                                   {"beta", DType::fp32, {{16}}},
+                                   {"gamma", DType::fp32, {{128}}},
+                                   {"out", DType::bf16, {{2}, {16}, {136}}}},
+                       .roles = {"mma"}}},
+          .chunk_offsets = chunk_offsets_recipe(),
+          .workspace = {{.name = "KD", .bytes = 16 * 128 * 2},
+                        {.name = "QD", .bytes = 16 * 128 * 2},
+                        {.name = "KR", .bytes = 16 * 128 * 2},
+                        {.name = "TINV", .bytes = 16 * 16 * 2},
+                        {.name = "MQK", .bytes = 16 * 16 * 2},
+                        {.name = "BETA", .bytes = 16 * 4},
+                        {.name = "GAMMA", .bytes = 128 * 4}},
+          .inverse_block = 16,
+          .mqk_diagonal = MqkDiagonal::operands,
+          // pools and checkpoints in recurrence_io, seq_order in recurrence_pair
+          .features = {.state_pool = true, .seq_order = true, .checkpoints = true},
       },
       {
           // The record is the SMEM image of the wgmma B operands (K-major core
           // matrices, no swizzle): KQ = [Kd; Qd] (N 32, K 128) for the
           // projections, UPD = [Kr^T T; Mqk T] (N 144, K 16) for the
           // state-and-output update with the solve folded in.
-          "wgmma_decomposed_c16",
-          Family::wgmma,
-          Decomposition::decomposed,
-          16,
-          {"common/prologue", "common/sequences", "wgmma/record_core_matrices", "common/recurrence_io",
-           "common/async_copy", "wgmma/async", "common/ready_flags", "common/prepare_ops", "wgmma/fold_c16"},
-          {{KernelRole::prepare, "common/prepare_chunk", "kda::frag::prepare_chunk",
-            // the fold's operands
-            prepare_c16_buffers({{"krt", DType::bf16, {{128}, {16}}}, {"tt", DType::bf16, {{16}, {16}}}}),
-            {"prepare"}},
-           wgmma_recurrence(16)},
-          {KernelRole::sequence_table, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256},
-          {{"KQ", 0, 32 * 128 * 2, 4 * 128, 128},
-           {"UPD", 0, 144 * 16 * 2, 18 * 128, 128},
-           {"BETA", 0, 16 * 4},
-           {"GAMMA", 0, 128 * 4}},
-          "record",
-          {16, 128},
-          16,
-          false,
-          {},
-          std::nullopt,
-          "",
-          MqkDiagonal::operands,
-          0,
-          {true, true, true}, // pools and checkpoints in recurrence_io, seq_order in recurrence_pair
+          .name = "wgmma_decomposed_c16",
+          .family = Family::wgmma,
+          .decomposition = Decomposition::decomposed,
+          .chunk_size = 16,
+          .common_fragments = {"common/prologue", "common/sequences", "wgmma/record_core_matrices",
+                               "common/recurrence_io", "common/async_copy", "wgmma/async", "common/ready_flags",
+                               "common/prepare_ops", "wgmma/fold_c16"},
+          .kernels = {{.role = KernelRole::prepare,
+                       .fragment = "common/prepare_chunk",
+                       .call = "kda::frag::prepare_chunk",
+                       // the fold's operands
+                       .buffers = prepare_c16_buffers(
+                           {{"krt", DType::bf16, {{128}, {16}}}, {"tt", DType::bf16, {{16}, {16}}}}),
+                       .roles = {"prepare"}},
+                      wgmma_recurrence(16)},
+          .chunk_offsets = chunk_offsets_recipe(),
+          .workspace = {{.name = "KQ", .bytes = 32 * 128 * 2, .core_lbo = 4 * 128, .core_sbo = 128},
+                        {.name = "UPD", .bytes = 144 * 16 * 2, .core_lbo = 18 * 128, .core_sbo = 128},
+                        {.name = "BETA", .bytes = 16 * 4},
+                        {.name = "GAMMA", .bytes = 128 * 4}},
+          .record_image_buffer = "record",
+          .wgmma_n = {16, 128},
+          .inverse_block = 16,
+          .mqk_diagonal = MqkDiagonal::operands,
+          // pools and checkpoints in recurrence_io, seq_order in recurrence_pair
+          .features = {.state_pool = true, .seq_order = true, .checkpoints = true},
       },
       {
           // Chunk 32 with the fixed exponent anchor: the same record image at
           // twice the rows (KQ N 64, K 128; UPD N 160, K 32); the prepare
           // kernel (8 warps) inverts blocked 16 -> 32 and folds T into UPD.
-          "wgmma_decomposed_c32",
-          Family::wgmma,
-          Decomposition::decomposed,
-          32,
-          {"common/prologue", "common/sequences", "wgmma/record_core_matrices", "common/recurrence_io",
-           "common/async_copy", "wgmma/async", "common/ready_flags", "common/prepare_ops"},
-          {{KernelRole::prepare, "wgmma/prepare_chunk32", "kda::frag::prepare_chunk32",
-            {{"q_raw", DType::bf16, {{32}, {128}}},
-             {"k_raw", DType::bf16, {{32}, {128}}},
-             {"g_raw", DType::bf16, {{32}, {128}}},
-             {"rnorm", DType::fp32, {{2}, {32}}},
-             {"beta", DType::fp32, {{32}}},
-             {"gsum", DType::fp32, {{4}, {128}}},
-             {"qkdot", DType::fp32, {{32}}},
-             {"chunk_info", DType::i64, {{8}}},
-             {"ki", DType::bf16, {{32}, {128}}},
-             {"kda", DType::bf16, {{32}, {128}}},
-             {"qda", DType::bf16, {{32}, {128}}},
-             {"lmat", DType::fp32, {{32}, {36}}},
-             {"mqk", DType::bf16, {{32}, {40}}},
-             {"kr", DType::bf16, {{32}, {128}}},
-             {"tmat", DType::fp32, {{32}, {36}}},
-             {"tt", DType::bf16, {{32}, {40}}}},
-            {"prepare"}},
-           wgmma_recurrence(32)},
-          {KernelRole::sequence_table, "common/sequences", "kda::compute_chunk_offsets", {}, {}, 256},
-          {{"KQ", 0, 64 * 128 * 2, 8 * 128, 128},
-           {"UPD", 0, 160 * 32 * 2, 20 * 128, 128},
-           {"BETA", 0, 32 * 4},
-           {"GAMMA", 0, 128 * 4}},
-          "record",
-          {32, 128},
-          16, // T11, T22 by forward substitution, merged 16 -> 32
-          true,
-          {},
-          std::nullopt,
-          "",
-          MqkDiagonal::raw_rows, // Qda and Ki are bf16: the diagonal from the raw rows
-          0,
-          {true, true, true},
+          .name = "wgmma_decomposed_c32",
+          .family = Family::wgmma,
+          .decomposition = Decomposition::decomposed,
+          .chunk_size = 32,
+          .common_fragments = {"common/prologue", "common/sequences", "wgmma/record_core_matrices",
+                               "common/recurrence_io", "common/async_copy", "wgmma/async", "common/ready_flags",
+                               "common/prepare_ops"},
+          .kernels = {{.role = KernelRole::prepare,
+                       .fragment = "wgmma/prepare_chunk32",
+                       .call = "kda::frag::prepare_chunk32",
+                       .buffers = {{"q_raw", DType::bf16, {{32}, {128}}},
+                                   {"k_raw", DType::bf16, {{32}, {128}}},
+                                   {"g_raw", DType::bf16, {{32}, {128}}},
+                                   {"rnorm", DType::fp32, {{2}, {32}}},
+                                   {"beta", DType::fp32, {{32}}},
+                                   {"gsum", DType::fp32, {{4}, {128}}},
+                                   {"qkdot", DType::fp32, {{32}}},
+                                   {"chunk_info", DType::i64, {{8}}},
+                                   {"ki", DType::bf16, {{32}, {128}}},
+                                   {"kda", DType::bf16, {{32}, {128}}},
+                                   {"qda", DType::bf16, {{32}, {128}}},
+                                   {"lmat", DType::fp32, {{32}, {36}}},
+                                   {"mqk", DType::bf16, {{32}, {40}}},
+                                   {"kr", DType::bf16, {{32}, {128}}},
+                                   {"tmat", DType::fp32, {{32}, {36}}},
+                                   {"tt", DType::bf16, {{32}, {40}}}},
+                       .roles = {"prepare"}},
+                      wgmma_recurrence(32)},
+          .chunk_offsets = chunk_offsets_recipe(),
+          .workspace = {{.name = "KQ", .bytes = 64 * 128 * 2, .core_lbo = 8 * 128, .core_sbo = 128},
+                        {.name = "UPD", .bytes = 160 * 32 * 2, .core_lbo = 20 * 128, .core_sbo = 128},
+                        {.name = "BETA", .bytes = 32 * 4},
+                        {.name = "GAMMA", .bytes = 128 * 4}},
+          .record_image_buffer = "record",
+          .wgmma_n = {32, 128},
+          .inverse_block = 16, // T11, T22 by forward substitution, merged 16 -> 32
+          .prepare_overlap = true,
+          .mqk_diagonal = MqkDiagonal::raw_rows, // Qda and Ki are bf16: the diagonal from the raw rows
+          .features = {.state_pool = true, .seq_order = true, .checkpoints = true},
       },
       // The fused design of seed note 000 (one kernel): the load warp and five
       // producer groups fill the ring, the state, MMA and epilogue roles
