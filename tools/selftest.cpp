@@ -109,7 +109,9 @@ int child_main(const std::string& schedule, const std::string& target, std::ostr
   return pass ? k_exit_ok : k_exit_verification_failed;
 }
 
-DeviceDescription current_description() {
+} // namespace
+
+DeviceDescription current_device_description() {
   runtime::ensure_current_context();
   const runtime::DeviceInfo info = runtime::current_device_info();
   DeviceDescription d;
@@ -121,11 +123,10 @@ DeviceDescription current_description() {
     d.nvrtc_major = v.major;
     d.nvrtc_minor = v.minor;
   } catch (const ToolchainError&) {
+    // no NVRTC: route as the toolkit this was built with would (nvrtc 13.0)
   }
   return d;
 }
-
-} // namespace
 
 std::vector<SelftestCandidate> selftest_candidates(const DeviceDescription& device, bool all,
                                                    const std::optional<std::string>& only) {
@@ -206,7 +207,7 @@ int selftest_command(const std::vector<std::string>& args, std::ostream& out, st
   if (const std::optional<std::string> child = parsed.option("--child")) {
     return child_main(*child, *parsed.option("--target"), out);
   }
-  const DeviceDescription device = current_description();
+  const DeviceDescription device = current_device_description();
   const std::string device_key = tuning_device_key(device.cc_major, device.cc_minor, device.sm_count);
   const std::vector<SelftestCandidate> candidates =
       selftest_candidates(device, parsed.has("--all"), parsed.option("--schedule"));

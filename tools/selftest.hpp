@@ -17,6 +17,10 @@
 
 namespace kda::tools {
 
+/// The current GPU as routing sees it (CC, SM count, the NVRTC in use; makes
+/// the context current).
+DeviceDescription current_device_description();
+
 /// One schedule on one target to self-test.
 struct SelftestCandidate {
   const Schedule* schedule = nullptr;

@@ -24,8 +24,6 @@
 #include "tools/exit_codes.hpp"
 #include "tools/selftest.hpp"
 #include "runtime/selftest_trust.hpp"
-#include "runtime/nvrtc_compiler.hpp"
-#include "compiler/errors.hpp"
 
 #include <fmt/format.h>
 
@@ -59,18 +57,8 @@ int tune_command(const std::vector<std::string>& args, std::ostream& out, std::o
     err << "kdajit tune: needs a GPU: " << runtime::driver_status().to_string() << "\n";
     return k_exit_no_device;
   }
-  runtime::ensure_current_context();
+  const DeviceDescription device = current_device_description();
   const runtime::DeviceInfo info = runtime::current_device_info();
-  DeviceDescription device;
-  device.cc_major = info.cc_major;
-  device.cc_minor = info.cc_minor;
-  device.sm_count = info.sm_count;
-  try {
-    const runtime::NvrtcVersion v = runtime::NvrtcCompiler().version();
-    device.nvrtc_major = v.major;
-    device.nvrtc_minor = v.minor;
-  } catch (const ToolchainError&) {
-  }
   const std::string device_key = tuning_device_key(info.cc_major, info.cc_minor, info.sm_count);
   const std::optional<std::string> path = tuning_table_path(KernelRegistry::instance().disk_cache().config().root);
   TuningTable table = path ? TuningTable::load(*path) : TuningTable{};
