@@ -1,4 +1,4 @@
-// kdajit selftest's records (issue 24, item 5): kept in the local tuning
+// kdajit selftest's records: kept in the local tuning
 // table beside its entries, matched on their whole identity, and the trust
 // routing derives from them, on simulated devices (no GPU).
 #include "compiler/schedule_library.hpp"

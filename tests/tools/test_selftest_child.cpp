@@ -1,4 +1,4 @@
-// kdajit selftest's isolation (issue 24, item 5): each candidate runs in a
+// kdajit selftest's isolation: each candidate runs in a
 // child process with a time limit; a child that hangs, crashes, exits
 // otherwise or prints no result is a recorded failure, never the caller's
 // crash. Shell children stand in for the kernels here (no GPU); the
