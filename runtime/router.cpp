@@ -38,10 +38,12 @@ std::vector<std::string> specific_targets(const DeviceDescription& d) {
   return {};
 }
 
-// Whether routing may take `s` on `t` without an explicit request: verified on
-// real hardware of the target, or passed `kdajit selftest` on this device.
+// Whether routing may take `s` on `t`: verified on real hardware of the
+// target, asked for (a family request is an explicit opt-in), or passed
+// `kdajit selftest` on this device.
 bool trusted(const Schedule& s, const Target& t, const RouteRequest& request) {
-  return verified_on_hardware(s, t) || (request.selftest_passed && request.selftest_passed(s, t));
+  return verified_on_hardware(s, t) || request.family.has_value() ||
+         (request.selftest_passed && request.selftest_passed(s, t));
 }
 
 // The static preference among eligible schedules, where no measured table
@@ -200,7 +202,7 @@ RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescript
       explanation += fmt::format("{}: not eligible: {}\n", s.name, why);
       continue;
     }
-    const bool hardware = verified_on_hardware(s, *choice.target);
+    const bool hardware = verified_on_hardware(s, *choice.target) || request.family.has_value();
     explanation += fmt::format("{}: eligible on {} ({}{})\n", s.name, choice.target->name, choice.reason,
                                hardware                 ? ""
                                : trusted(s, *choice.target, request) ? "; never run on such hardware before, passed kdajit "

@@ -56,7 +56,8 @@ struct RouteRequest {
   const TuningTable* tuning = nullptr; ///< measured choices (kdajit tune); nullptr: the static preference
   std::optional<std::string> target = std::nullopt; ///< an explicit target (needs `schedule`): see explicit_target
   /// Passed selftests on this device; empty: none has (every schedule that is
-  /// not verified_on_hardware stays last, and a table entry naming one is ignored).
+  /// not verified_on_hardware stays last, and a table entry naming one is
+  /// ignored, unless `family` asks for its family: an explicit opt-in).
   SelftestTrust selftest_passed = nullptr;
 };
 

@@ -8,6 +8,10 @@
 
 #include <fmt/format.h>
 
+#include <map>
+#include <memory>
+#include <utility>
+
 namespace kda {
 
 SelftestEnvironment selftest_environment(const DeviceDescription& d) {
@@ -31,16 +35,19 @@ SelftestRecord selftest_identity(const Schedule& schedule, const Target& target,
 }
 
 SelftestTrust selftest_trust(const TuningTable& table, const SelftestEnvironment& env) {
-  return [&table, env](const Schedule& schedule, const Target& target) {
+  // one answer per (schedule, target) for the life of the trust (a route asks several times)
+  auto answers = std::make_shared<std::map<std::pair<std::string, std::string>, bool>>();
+  return [&table, env, answers](const Schedule& schedule, const Target& target) {
+    const auto key = std::pair{schedule.name, target.name};
+    if (const auto it = answers->find(key); it != answers->end()) {
+      return it->second;
+    }
     bool any = false;
     for (const SelftestRecord& r : table.selftests()) {
       any = any || (r.device == env.device && r.schedule == schedule.name && r.target == target.name && r.pass);
     }
-    if (!any) {
-      return false;
-    }
-    const SelftestRecord* r = table.find_selftest(selftest_identity(schedule, target, env));
-    return r != nullptr && r->pass;
+    const SelftestRecord* r = any ? table.find_selftest(selftest_identity(schedule, target, env)) : nullptr;
+    return answers->emplace(key, r != nullptr && r->pass).first->second;
   };
 }
 

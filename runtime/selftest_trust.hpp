@@ -30,7 +30,8 @@ SelftestRecord selftest_identity(const Schedule& schedule, const Target& target,
 
 /// Trust from the passing records of `table` (kept by reference: it must
 /// outlive the result) for `env`. A schedule's source is hashed only when
-/// the table holds a record of it for the device.
+/// the table holds a record of it for the device, and each (schedule,
+/// target) is answered once: make a new trust after recording more results.
 SelftestTrust selftest_trust(const TuningTable& table, const SelftestEnvironment& env);
 
 } // namespace kda

@@ -330,6 +330,11 @@ TEST_CASE("router: CC 10.0 and 10.3 list the fused M128 design as eligible; auto
     const RouteDecision after = route(shipped_schedules(), d, problem(), trusted);
     CHECK(after.schedule->name == "sm100_m128_c32");
     CHECK_THAT(after.explanation, Contains("passed kdajit selftest on this device"));
+    // a family request is an explicit opt-in: no selftest needed
+    RouteRequest family;
+    family.family = Family::tcgen05;
+    family.tuning = &table;
+    CHECK(route(shipped_schedules(), d, problem(), family).schedule->name == "sm100_m128_c32");
     // a pass of one schedule trusts that schedule only
     trusted.selftest_passed = [](const Schedule& s, const Target&) { return s.name == "sm100_n16_c16"; };
     CHECK(route(shipped_schedules(), d, problem(), trusted).schedule->name == "sm100_n16_c16");

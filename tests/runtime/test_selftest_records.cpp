@@ -114,6 +114,7 @@ TEST_CASE("selftest trust: a simulated B200 routes to tcgen05 only after its sel
   SelftestRecord r = selftest_identity(shipped("sm100_m128_c32"), target("sm_100f"), b200_env());
   r.pass = true;
   table.record_selftest(r);
+  request.selftest_passed = selftest_trust(table, b200_env()); // a trust answers each schedule once
   const RouteDecision after = route(shipped_schedules(), b200(), p, request);
   CHECK(after.schedule->name == "sm100_m128_c32");
   CHECK(after.target.name == "sm_100f");
