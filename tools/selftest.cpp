@@ -84,9 +84,24 @@ std::string case_name(const VerifySpec& c) {
                      c.heads, c.fp32_state ? "fp32" : "bf16", gate_name(c.gate));
 }
 
+// The cases and the timed workload; a kdajit error (a compile that fails, a
+// refused call) ends them as a failure that says what it was.
+void run_child_cases(const std::string& schedule, const std::string& target, bool& pass, std::string& detail);
+
 int child_main(const std::string& schedule, const std::string& target, std::ostream& out) {
   bool pass = true;
   std::string detail;
+  try {
+    run_child_cases(schedule, target, pass, detail);
+  } catch (const Error& e) {
+    pass = false;
+    detail += fmt::format("{}{}", detail.empty() ? "" : "; ", e.what());
+  }
+  out << nlohmann::json{{"pass", pass}, {"detail", detail}}.dump(-1, ' ', false, k_replace_invalid_utf8) << "\n";
+  return pass ? k_exit_ok : k_exit_verification_failed;
+}
+
+void run_child_cases(const std::string& schedule, const std::string& target, bool& pass, std::string& detail) {
   for (const VerifySpec& c : child_cases(schedule, target)) {
     const VerifyFigures f = run_verification(c);
     detail += fmt::format("{}{}: output {:.2e}, state {:.2e}{}", detail.empty() ? "" : "; ", case_name(c),
@@ -105,8 +120,6 @@ int child_main(const std::string& schedule, const std::string& target, std::ostr
     const Timing t = time_calls(wl, 3, 10, options);
     detail += fmt::format("; bench {} {:.3f} ms", w->name, t.median_ms);
   }
-  out << nlohmann::json{{"pass", pass}, {"detail", detail}}.dump(-1, ' ', false, k_replace_invalid_utf8) << "\n";
-  return pass ? k_exit_ok : k_exit_verification_failed;
 }
 
 } // namespace
