@@ -159,6 +159,8 @@ void check_target(const Schedule& s, const Target& target, std::vector<Diagnosti
     // the sm_90a proxy runs any tcgen05 schedule that lists a tcgen05 target
     listed = listed || (target.tcgen05_proxy && s.family == Family::tcgen05 && find_target(name) &&
                         find_target(name)->allows(Family::tcgen05) && !find_target(name)->tcgen05_proxy);
+    // the sm_120a proxy runs any schedule that lists sm_120a
+    listed = listed || (!target.proxy_of.empty() && name == target.proxy_of);
   }
   if (s.targets.empty()) {
     sink.push_back({"/targets", "at least one target is required"});

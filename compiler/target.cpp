@@ -16,10 +16,10 @@ const std::vector<Target>& target_table() {
        .max_threads_per_sm = 2048},
       {.name = "sm_90", .cc_major = 9, .cc_minor = 0, .variant = ArchVariant::plain,
        .max_smem_per_block = 232'448, .families = {Family::warp_mma}, .smem_per_sm = 233'472,
-       .max_threads_per_sm = 2048},
+       .max_threads_per_sm = 2048, .verified_on_hardware = true},
       {.name = "sm_90a", .cc_major = 9, .cc_minor = 0, .variant = ArchVariant::arch_specific,
        .max_smem_per_block = 232'448, .families = {Family::warp_mma, Family::wgmma}, .smem_per_sm = 233'472,
-       .max_threads_per_sm = 2048},
+       .max_threads_per_sm = 2048, .verified_on_hardware = true},
       {.name = "sm_100a", .cc_major = 10, .cc_minor = 0, .variant = ArchVariant::arch_specific,
        .max_smem_per_block = 232'448, .tmem_columns = 512, .tmem_lanes = 128,
        .families = {Family::warp_mma, Family::tcgen05}, .smem_per_sm = 233'472, .max_threads_per_sm = 2048},
@@ -41,7 +41,14 @@ const std::vector<Target>& target_table() {
       // as a per-CTA image in global memory (512 columns x 128 lanes).
       {.name = "sm_90a_proxy", .cc_major = 9, .cc_minor = 0, .variant = ArchVariant::arch_specific,
        .max_smem_per_block = 232'448, .tmem_columns = 512, .tmem_lanes = 128, .families = {Family::tcgen05},
-       .smem_per_sm = 233'472, .max_threads_per_sm = 2048, .nvrtc_arch = "sm_90a", .tcgen05_proxy = true},
+       .smem_per_sm = 233'472, .max_threads_per_sm = 2048, .nvrtc_arch = "sm_90a", .tcgen05_proxy = true,
+       .verified_on_hardware = true},
+      // The sm_90a proxy of sm_120a: an sm_120a plan as it is (SM120's SMEM
+      // per block and per SM, its 1,536 threads per SM for the occupancy
+      // figures), compiled for sm_90a so that it runs on Hopper.
+      {.name = "sm_120a_proxy", .cc_major = 9, .cc_minor = 0, .variant = ArchVariant::arch_specific,
+       .max_smem_per_block = 101'376, .families = {Family::warp_mma}, .smem_per_sm = 102'400,
+       .max_threads_per_sm = 1536, .nvrtc_arch = "sm_90a", .proxy_of = "sm_120a", .verified_on_hardware = true},
   };
   return k_targets;
 }

@@ -28,12 +28,22 @@ struct Target {
   std::vector<Family> families;        ///< families whose instructions compile here
   std::int64_t smem_per_sm = 0;        ///< shared memory of one SM (blocks share it)
   int max_threads_per_sm = 0;
-  /// The NVRTC architecture when it differs from `name` (the proxy target).
+  /// The NVRTC architecture when it differs from `name` (the proxy targets).
   std::string nvrtc_arch;
   /// An sm_90a stand-in for the tcgen05 targets (issue 5, item 3): a tcgen05
   /// schedule lowers here with TMEM and tcgen05.mma replaced (tcgen05/proxy_ops)
   /// so that the rest of its kernel runs on Hopper. Never chosen by the router.
   bool tcgen05_proxy = false;
+  /// A stand-in that builds another target's plans unchanged: the sm_120a
+  /// proxy lowers a schedule listing sm_120a under sm_120a's SMEM limits and
+  /// compiles it for sm_90a (its kernels use only mma.sync, ldmatrix,
+  /// cp.async and TMA, all present there), so that it runs on Hopper. Never
+  /// chosen by the router.
+  std::string proxy_of;
+  /// Kernels built for this target ran and were verified on real hardware of
+  /// it (the H200: sm_90, sm_90a and both proxies). Routing takes a schedule
+  /// on any other target only after it passed `kdajit selftest` on the device.
+  bool verified_on_hardware = false;
 
   bool allows(Family family) const;
   /// The string passed to NVRTC's -arch.
