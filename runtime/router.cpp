@@ -46,16 +46,46 @@ bool trusted(const Schedule& s, const Target& t, const RouteRequest& request) {
          (request.selftest_passed && request.selftest_passed(s, t));
 }
 
+// Whether every target a schedule lists is of the device's CC major: a design
+// made for this generation (wgmma for 9.x, tcgen05 for 10.x, the SM120
+// designs for 12.x), not one portable across generations.
+bool native_design(const Schedule& s, const DeviceDescription& d) {
+  return std::all_of(s.targets.begin(), s.targets.end(), [&](const std::string& name) {
+    const std::optional<Target> t = find_target(name);
+    return t && t->cc_major == d.cc_major;
+  });
+}
+
 // The static preference among eligible schedules, where no measured table
 // speaks for the device's CC (docs/runtime.md, "Routing"): the device's
 // tensor-core families first (wgmma; tcgen05 once trusted), warp-level
 // mma.sync next; a schedule never run on this hardware and not self-tested
-// here last; within a rank the larger chunk first (half the serial steps),
-// then the name.
-std::tuple<int, int, std::string_view> static_preference(const Schedule& s, const Target& t,
-                                                         const RouteRequest& request) {
+// here last; within a rank the decomposition the SM-count table asks for
+// (where it speaks for the CC), a design made for the device's generation
+// before a portable one, the larger chunk (half the serial steps), then the name.
+std::tuple<int, int, int, int, std::string_view> static_preference(const Schedule& s, const Target& t,
+                                                                   const DeviceDescription& d,
+                                                                   std::optional<Decomposition> wanted,
+                                                                   const RouteRequest& request) {
   const int family = !trusted(s, t, request) ? 2 : s.family == Family::warp_mma ? 1 : 0;
-  return {family, -s.chunk_size, s.name};
+  const int decomposition = wanted && s.decomposition != *wanted ? 1 : 0;
+  return {family, decomposition, native_design(s, d) ? 0 : 1, -s.chunk_size, s.name};
+}
+
+// The SM-count table's decomposition for the call (nothing where no entry
+// speaks for the device's CC major), with the explanation line.
+std::optional<Decomposition> table_decomposition(const TuningTable* table, const DeviceDescription& d,
+                                                 const ProblemShape& p, std::string& line) {
+  const std::optional<DecompositionRule> rule =
+      table != nullptr ? table->decomposition_rule(d.cc_major, d.cc_minor, d.sm_count) : std::nullopt;
+  if (!rule) {
+    return std::nullopt;
+  }
+  const std::int64_t pairs = static_cast<std::int64_t>(p.num_seqs) * p.heads;
+  const bool fused = pairs >= rule->fused_min_pairs;
+  line = fmt::format("SM-count table ({}): N x H = {} {} {}: the {} design", rule->label(d.sm_count, d.cc_major, d.cc_minor),
+                     pairs, fused ? ">=" : "<", rule->fused_min_pairs, fused ? "fused" : "decomposed");
+  return fused ? Decomposition::fused : Decomposition::decomposed;
 }
 
 // The measured table's device key to use for `device`: its own when the table
@@ -85,8 +115,16 @@ std::optional<std::string> table_device_key(const TuningTable& table, const Devi
 } // namespace
 
 bool verified_on_hardware(const Schedule& s, const Target& t) {
-  (void)t; // the wgmma and warp_mma families ran on every target kind they list (sm_90a, sm_90; sm_80 code is sm_90's)
-  return s.family == Family::wgmma || s.family == Family::warp_mma;
+  if (!s.shipped) {
+    return false; // an author's schedule (KDAJIT_SCHEDULE_PATH) never ran here, whatever it lists
+  }
+  // the target itself ran (compiler/target.cpp: sm_90, sm_90a, the proxies),
+  // or the same source ran for another target the schedule lists (portable_c16
+  // on sm_100f is the sm_90 kernel's source; a proxy lends nobody its trust)
+  return t.verified_on_hardware || std::any_of(s.targets.begin(), s.targets.end(), [](const std::string& name) {
+           const std::optional<Target> listed = find_target(name);
+           return listed && listed->verified_on_hardware;
+         });
 }
 
 TargetChoice choose_target(const Schedule& s, const DeviceDescription& d) {
@@ -117,7 +155,8 @@ TargetChoice explicit_target(const Schedule& s, const std::string& name, const D
   if (!t) {
     return {std::nullopt, fmt::format("unknown target '{}' (known: {})", name, known_target_names())};
   }
-  const bool proxy_for_it = t->tcgen05_proxy && s.family == Family::tcgen05;
+  const bool proxy_for_it =
+      (t->tcgen05_proxy && s.family == Family::tcgen05) || (!t->proxy_of.empty() && lists(s, t->proxy_of));
   if (!lists(s, name) && !proxy_for_it) {
     return {std::nullopt, fmt::format("the schedule does not list target {} (it lists {})", name,
                                       fmt::join(s.targets, ", "))};
@@ -128,8 +167,12 @@ TargetChoice explicit_target(const Schedule& s, const std::string& name, const D
     return {std::nullopt, fmt::format("target {} (CC {}.{}) does not run on CC {}.{}", name, t->cc_major, t->cc_minor,
                                       d.cc_major, d.cc_minor)};
   }
-  return {t, proxy_for_it ? fmt::format("{} was requested: the sm_90a proxy of the schedule's tcgen05 kernel", name)
-                          : fmt::format("{} was requested", name)};
+  if (!proxy_for_it) {
+    return {t, fmt::format("{} was requested", name)};
+  }
+  return {t, t->tcgen05_proxy
+                 ? fmt::format("{} was requested: the sm_90a proxy of the schedule's tcgen05 kernel", name)
+                 : fmt::format("{} was requested: the schedule's {} plan compiled for {}", name, t->proxy_of, t->arch())};
 }
 
 std::string ineligibility(const Schedule& s, const Target& target, const ProblemShape& p) {
@@ -181,6 +224,9 @@ RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescript
   }
   RouteDecision decision;
   std::string explanation;
+  std::string table_line; // the SM-count table's choice, where it speaks for the CC
+  const std::optional<Decomposition> wanted =
+      request.schedule ? std::nullopt : table_decomposition(request.tuning, device, p, table_line);
   bool excluded_by_lower_bound = false; // some schedule had a target and failed only on lower_bound
   for (const Schedule& s : schedules) {
     if (request.schedule && s.name != *request.schedule) {
@@ -210,8 +256,8 @@ RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescript
                                                                       : "; never run on such hardware and not self-tested "
                                                                         "here (kdajit selftest): ranked last");
     if (decision.schedule == nullptr ||
-        static_preference(s, *choice.target, request) <
-            static_preference(*decision.schedule, decision.target, request)) {
+        static_preference(s, *choice.target, device, wanted, request) <
+            static_preference(*decision.schedule, decision.target, device, wanted, request)) {
       decision.schedule = &s;
       decision.target = *choice.target;
     }
@@ -232,6 +278,13 @@ RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescript
   if (decision.schedule == nullptr) {
     throw TensorError("schedule", fmt::format("no eligible schedule for CC {}.{}:\n{}", device.cc_major, device.cc_minor,
                                               explanation));
+  }
+  if (wanted) {
+    const bool kept = decision.schedule->decomposition == *wanted;
+    explanation += table_line + (kept ? std::string("\n")
+                                      : fmt::format("; no {} schedule is eligible here, a {} one runs\n", to_string(*wanted),
+                                                    to_string(decision.schedule->decomposition)));
+    decision.decomposition_table = table_line;
   }
   const ShapeClass cls = shape_class(static_cast<std::int64_t>(p.num_seqs) * p.heads, device.sm_count);
   const std::string own_key = tuning_device_key(device.cc_major, device.cc_minor, device.sm_count);

@@ -44,10 +44,13 @@ TargetChoice choose_target(const Schedule& schedule, const DeviceDescription& de
 /// driver, NVRTC, kdajit version, the schedule's source hash).
 using SelftestTrust = std::function<bool(const Schedule&, const Target&)>;
 
-/// Families that ran and were verified on real hardware of the target: the
-/// wgmma and warp_mma families; not tcgen05 (sm_100a/f, sm_103a: compiled in
-/// CI, run only through the sm_90a proxy), which routing takes automatically
-/// only after it passed `kdajit selftest` on the device.
+/// Whether the schedule's kernels ran and were verified on real hardware: its
+/// target, or another target it lists, is one kdajit ran (sm_90, sm_90a and
+/// the two sm_90a proxies, on the H200), so the same source ran. Not so for
+/// schedules listing only targets never run here: the tcgen05 designs
+/// (sm_100a/f, sm_103a) and the SM120 designs (sm_120a, sm_120), compiled in
+/// CI and run only through a proxy (which lends them no trust). Routing takes
+/// those automatically only after they passed `kdajit selftest` on the device.
 bool verified_on_hardware(const Schedule& schedule, const Target& target);
 
 struct RouteRequest {
@@ -81,6 +84,9 @@ struct RouteDecision {
   ShapeKey shape;
   RouteSource source = RouteSource::static_preference;
   std::string explanation; ///< one line per schedule considered
+  /// The SM-count table's line where it decided between a fused and a
+  /// decomposed design (its fallback labelled as such); empty elsewhere.
+  std::string decomposition_table;
 };
 
 /// Chooses among `schedules` (normally the shipped ones): an explicit request;
@@ -90,8 +96,10 @@ struct RouteDecision {
 /// taken from the device's own SM count ("borrowed"); else the static
 /// preference: the tensor-core families of the device (wgmma; tcgen05 once it
 /// passed `kdajit selftest` here) before warp_mma, a schedule never run on
-/// this hardware and not self-tested last, the larger chunk first, then the
-/// name. A table entry naming a schedule that is neither verified on hardware
+/// this hardware and not self-tested last; within a rank the decomposition
+/// the SM-count table (TuningTable::decomposition_rule) asks for, a design
+/// made for the device's generation before a portable one, the larger chunk,
+/// then the name. A table entry naming a schedule that is neither verified on hardware
 /// nor self-tested here is not taken. Never the first schedule by name.
 /// Throws TensorError (argument "schedule") when nothing is eligible or an
 /// explicit request is not.

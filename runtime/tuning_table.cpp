@@ -47,7 +47,54 @@ std::optional<SelftestRecord> record_from_json(const nlohmann::json& j) {
   return r;
 }
 
+// The last CC key "cc12.0" with its major and minor, or nothing.
+std::optional<std::pair<int, int>> parse_cc_key(const std::string& key) {
+  int major = 0;
+  int minor = 0;
+  char tail = 0;
+  if (std::sscanf(key.c_str(), "cc%d.%d%c", &major, &minor, &tail) != 2 || major < 0 || minor < 0) {
+    return std::nullopt;
+  }
+  return std::pair{major, minor};
+}
+
 } // namespace
+
+std::string DecompositionRule::label(int device_sm_count, int cc_major, int cc_minor) const {
+  if (!fallback) {
+    return fmt::format("{}, {} SMs (measured)", cc, sm_count);
+  }
+  return fmt::format("{}, the {}-SM part's threshold (fallback: CC {}.{} with {} SMs was never measured)", cc, sm_count,
+                     cc_major, cc_minor, device_sm_count);
+}
+
+std::optional<DecompositionRule> TuningTable::decomposition_rule(int cc_major, int cc_minor, int sm_count) const {
+  const std::string own = fmt::format("cc{}.{}", cc_major, cc_minor);
+  const DecompositionEntry* entry = nullptr;
+  std::string key;
+  if (auto it = m_decomposition.find(own); it != m_decomposition.end()) {
+    entry = &it->second;
+    key = own;
+  } else {
+    for (const auto& [k, e] : m_decomposition) {
+      const std::optional<std::pair<int, int>> cc = parse_cc_key(k);
+      if (entry == nullptr && cc && cc->first == cc_major) {
+        entry = &e;
+        key = k;
+      }
+    }
+  }
+  if (entry == nullptr) {
+    return std::nullopt;
+  }
+  DecompositionRule rule;
+  rule.cc = key;
+  const auto measured = entry->fused_min_pairs.find(sm_count);
+  rule.fallback = key != own || measured == entry->fused_min_pairs.end();
+  rule.sm_count = rule.fallback ? entry->fallback_sm_count : sm_count;
+  rule.fused_min_pairs = rule.fallback ? entry->fused_min_pairs.at(entry->fallback_sm_count) : measured->second;
+  return rule;
+}
 
 bool SelftestRecord::same_identity(const SelftestRecord& o) const {
   return device == o.device && schedule == o.schedule && target == o.target && source_sha256 == o.source_sha256 &&
@@ -135,6 +182,13 @@ nlohmann::json TuningTable::to_json() const {
     }
     j["selftests"] = std::move(records);
   }
+  for (const auto& [cc, e] : m_decomposition) {
+    nlohmann::json thresholds = nlohmann::json::object();
+    for (const auto& [sms, pairs] : e.fused_min_pairs) {
+      thresholds[std::to_string(sms)] = pairs;
+    }
+    j["decomposition"][cc] = {{"fused_min_pairs", thresholds}, {"fallback_sm_count", e.fallback_sm_count}};
+  }
   return j;
 }
 
@@ -169,6 +223,31 @@ std::optional<TuningTable> TuningTable::from_json(const nlohmann::json& json) {
         return std::nullopt;
       }
       t.record_selftest(*r);
+    }
+  }
+  if (json.contains("decomposition")) {
+    if (!json["decomposition"].is_object()) {
+      return std::nullopt;
+    }
+    for (const auto& [cc, one] : json["decomposition"].items()) {
+      if (!parse_cc_key(cc) || !one.is_object() || !one.contains("fused_min_pairs") ||
+          !one["fused_min_pairs"].is_object() || !one.contains("fallback_sm_count") ||
+          !one["fallback_sm_count"].is_number_integer()) {
+        return std::nullopt;
+      }
+      DecompositionEntry e;
+      for (const auto& [sms, pairs] : one["fused_min_pairs"].items()) {
+        if (sms.empty() || sms.size() > 5 || sms.find_first_not_of("0123456789") != std::string::npos ||
+            !pairs.is_number_integer() || pairs.get<std::int64_t>() < 0) {
+          return std::nullopt;
+        }
+        e.fused_min_pairs[std::stoi(sms)] = pairs.get<std::int64_t>();
+      }
+      e.fallback_sm_count = one["fallback_sm_count"].get<int>();
+      if (!e.fused_min_pairs.contains(e.fallback_sm_count)) {
+        return std::nullopt; // the fallback must be a measured part
+      }
+      t.m_decomposition[cc] = std::move(e);
     }
   }
   return t;
@@ -235,6 +314,9 @@ void TuningTable::fill_from(const TuningTable& other) {
     if (find_selftest(r) == nullptr) {
       m_selftests.push_back(r);
     }
+  }
+  for (const auto& [cc, e] : other.m_decomposition) {
+    m_decomposition.emplace(cc, e);
   }
 }
 

@@ -59,6 +59,20 @@ struct SelftestRecord {
   bool same_identity(const SelftestRecord& other) const;
 };
 
+/// The SM-count table's answer for a device (seed doc 003, "SM120a prefill
+/// subset"): where a CC has both a fused and a decomposed design, the fused
+/// one runs iff the call's (sequence x head) pairs reach `fused_min_pairs`;
+/// thresholds measured per SM count, any other device of the CC (or of the CC
+/// major, never measured) taking those of `fallback_sm_count`, labelled.
+struct DecompositionRule {
+  std::string cc;                   ///< the table's entry, "cc12.0"
+  int sm_count = 0;                 ///< the measured part whose threshold applies
+  std::int64_t fused_min_pairs = 0; ///< the fused design iff N x H >= this
+  bool fallback = false;            ///< the device itself was not measured
+  /// "cc12.0, 110 SMs (measured)" or "cc12.0, the 156-SM part's threshold (fallback: ...)".
+  std::string label(int device_sm_count, int cc_major, int cc_minor) const;
+};
+
 class TuningTable {
 public:
   inline static constexpr int k_format_version = 1;
@@ -70,6 +84,11 @@ public:
   /// counts ("cc9.0-sm132" -> 132).
   std::vector<std::pair<std::string, int>> devices_of_cc(int cc_major, int cc_minor) const;
 
+  /// The SM-count table's rule for a device: the entry of its CC (its own SM
+  /// count, else the entry's fallback), else a fallback from an entry of the
+  /// same CC major; nothing when no entry speaks for the CC major.
+  std::optional<DecompositionRule> decomposition_rule(int cc_major, int cc_minor, int sm_count) const;
+
   /// Adds `record`, replacing one of the same identity.
   void record_selftest(const SelftestRecord& record);
   /// The record of `identity`'s identity (its pass and detail are ignored), if any.
@@ -77,7 +96,9 @@ public:
   const std::vector<SelftestRecord>& selftests() const { return m_selftests; }
 
   /// {"format_version": 1, "devices": {"cc9.0-sm132": {"one_wave": "portable_c16", ...}},
-  ///  "selftests": [{"device": ..., "schedule": ..., "pass": true, ...}]} ("selftests" only when there are some)
+  ///  "selftests": [{"device": ..., "schedule": ..., "pass": true, ...}],
+  ///  "decomposition": {"cc12.0": {"fused_min_pairs": {"110": 128, ...}, "fallback_sm_count": 156}}}
+  /// ("selftests" and "decomposition" only when there are some)
   nlohmann::json to_json() const;
   /// Nothing when the JSON is not a table of this format.
   static std::optional<TuningTable> from_json(const nlohmann::json& json);
@@ -95,6 +116,11 @@ public:
 private:
   std::map<std::string, std::map<std::string, std::string>> m_entries;
   std::vector<SelftestRecord> m_selftests;
+  struct DecompositionEntry {
+    std::map<int, std::int64_t> fused_min_pairs; ///< SM count -> threshold
+    int fallback_sm_count = 0;                   ///< a key of fused_min_pairs
+  };
+  std::map<std::string, DecompositionEntry> m_decomposition; ///< "cc12.0" -> its thresholds
 };
 
 /// KDAJIT_TUNE_FILE, else <cache root>/tuning-v1.json, else nothing (memory-only cache).

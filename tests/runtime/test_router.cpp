@@ -83,8 +83,8 @@ TEST_CASE("router: the shipped schedules are the ones these tests expect", "[run
     names.push_back(s.name);
   }
   CHECK(names == std::vector<std::string>{"portable_c16", "portable_c16_m64", "portable_c16_w8", "sm100_m128_c32", "sm100_m64_c32",
-                                          "sm100_n16_c16", "sm120_c32", "sm90_wgmma_c16", "sm90_wgmma_c16_m64",
-                                          "sm90_wgmma_c32"});
+                                          "sm100_n16_c16", "sm120_c32", "sm120_decomposed_c16", "sm90_wgmma_c16",
+                                          "sm90_wgmma_c16_m64", "sm90_wgmma_c32"});
   CHECK(shipped("portable_c16").targets ==
         std::vector<std::string>{"sm_80", "sm_90", "sm_100a", "sm_100f", "sm_103a", "sm_120a", "sm_120"});
 }
@@ -249,19 +249,37 @@ TEST_CASE("router: unmeasured GPUs borrow their CC's measured table, the class b
   }
 }
 
-TEST_CASE("router: CC 12.0 routes to portable_c16 on sm_120a (sm120_c32 has no generator yet)", "[runtime][router]") {
-  const RouteDecision r = route(shipped_schedules(), device(12, 0), problem(), {});
-  CHECK(r.schedule->name == "portable_c16");
-  CHECK(r.target.name == "sm_120a");
-  INFO(r.explanation);
-  CHECK_THAT(r.explanation, Contains("sm120_c32: not eligible: no code generator yet"));
+TEST_CASE("router: CC 12.0 takes the decomposed SM120 design once it passed kdajit selftest (sm120_c32 has no generator "
+          "yet)",
+          "[runtime][router]") {
+  // before a selftest: portable_c16, whose source ran on the H200 (as sm_90), not the never-run SM120 design
+  const RouteDecision before = route(shipped_schedules(), device(12, 0), problem(), {});
+  INFO(before.explanation);
+  CHECK(before.schedule->name == "portable_c16");
+  CHECK(before.target.name == "sm_120a");
+  CHECK_THAT(before.explanation, Contains("sm120_c32: not eligible: no code generator yet"));
+  CHECK_THAT(before.explanation, Contains("sm120_decomposed_c16: eligible on sm_120a (sm_120a is the schedule's "
+                                          "architecture-specific or family target for CC 12.0; never run on such "
+                                          "hardware and not self-tested here (kdajit selftest): ranked last)"));
+  // after: the design made for CC 12.x before the portable ones
+  RouteRequest trusted;
+  trusted.selftest_passed = [](const Schedule& s, const Target& t) {
+    return s.name == "sm120_decomposed_c16" && t.name == "sm_120a";
+  };
+  const RouteDecision after = route(shipped_schedules(), device(12, 0), problem(), trusted);
+  INFO(after.explanation);
+  CHECK(after.schedule->name == "sm120_decomposed_c16");
+  CHECK(after.target.name == "sm_120a");
+  CHECK_THAT(after.explanation, Contains("never run on such hardware before, passed kdajit selftest on this device"));
 }
 
-TEST_CASE("router: CC 12.1 routes to portable_c16 on plain sm_120; an sm_120a build is refused there",
+TEST_CASE("router: CC 12.1 routes to the SM120 design on plain sm_120; an sm_120a build is refused there",
           "[runtime][router]") {
-  const RouteDecision r = route(shipped_schedules(), device(12, 1), problem(), {});
+  RouteRequest trusted;
+  trusted.selftest_passed = [](const Schedule&, const Target& t) { return t.name == "sm_120"; };
+  const RouteDecision r = route(shipped_schedules(), device(12, 1), problem(), trusted);
   REQUIRE(r.schedule != nullptr);
-  CHECK(r.schedule->name == "portable_c16");
+  CHECK(r.schedule->name == "sm120_decomposed_c16");
   CHECK(r.target.name == "sm_120");
   INFO(r.explanation);
   CHECK_THAT(r.explanation, Contains("sm_120 is the highest plain target of CC 12.x not newer than 12.1"));
@@ -270,6 +288,87 @@ TEST_CASE("router: CC 12.1 routes to portable_c16 on plain sm_120; an sm_120a bu
   CHECK_THAT(specific.reason, Contains("target sm_120a (CC 12.0) does not run on CC 12.1"));
   // and CC 12.0 may ask for the plain build, which runs there too
   CHECK(explicit_target(shipped("portable_c16"), "sm_120", device(12, 0)).target->name == "sm_120");
+}
+
+TEST_CASE("router: the SM-count table decides fused or decomposed on CC 12.x, a device it never measured labelled",
+          "[runtime][router]") {
+  const TuningTable& table = TuningTable::shipped(); // tuning/sm120.json
+  struct Case {
+    int cc_minor;
+    int sm_count;
+    std::int64_t threshold;
+    bool fallback;
+  };
+  for (const Case c : {Case{0, 110, 128, false}, Case{0, 156, 144, false}, Case{0, 188, 144, false},
+                       Case{0, 170, 144, true}, Case{1, 48, 144, true}}) {
+    INFO(fmt::format("CC 12.{} with {} SMs", c.cc_minor, c.sm_count));
+    const std::optional<DecompositionRule> rule = table.decomposition_rule(12, c.cc_minor, c.sm_count);
+    REQUIRE(rule);
+    CHECK(rule->cc == "cc12.0");
+    CHECK(rule->fused_min_pairs == c.threshold);
+    CHECK(rule->fallback == c.fallback);
+    CHECK(rule->sm_count == (c.fallback ? 156 : c.sm_count));
+    DeviceDescription d = device(12, c.cc_minor);
+    d.sm_count = c.sm_count;
+    RouteRequest request;
+    request.tuning = &table;
+    request.selftest_passed = [](const Schedule&, const Target&) { return true; }; // every CC 12 schedule passed
+    // two sequences: N x H = 2 heads, one pair below and at the threshold
+    const int below = static_cast<int>(c.threshold / 2) - 1;
+    const int at = static_cast<int>(c.threshold / 2);
+    const RouteDecision few = route(shipped_schedules(), d, problem(LayoutKind::fixed, false, StatePrecision::bf16, below),
+                                    request);
+    INFO(few.explanation);
+    CHECK(few.schedule->name == "sm120_decomposed_c16");
+    CHECK_THAT(few.decomposition_table, Contains(fmt::format("N x H = {} < {}: the decomposed design", 2 * below,
+                                                             c.threshold)));
+    CHECK_THAT(few.explanation, Contains(few.decomposition_table + "\n"));
+    const RouteDecision many = route(shipped_schedules(), d, problem(LayoutKind::fixed, false, StatePrecision::bf16, at),
+                                     request);
+    INFO(many.explanation);
+    CHECK_THAT(many.decomposition_table, Contains(fmt::format("N x H = {} >= {}: the fused design", 2 * at,
+                                                              c.threshold)));
+    // the fused sm120_c32 has no generator yet: said, and the decomposed design runs
+    CHECK(many.schedule->name == "sm120_decomposed_c16");
+    CHECK_THAT(many.explanation, Contains("the fused design; no fused schedule is eligible here, a decomposed one runs"));
+    if (c.fallback) {
+      CHECK_THAT(few.decomposition_table,
+                 Contains(fmt::format("cc12.0, the 156-SM part's threshold (fallback: CC 12.{} with {} SMs was never "
+                                      "measured)",
+                                      c.cc_minor, c.sm_count)));
+    } else {
+      CHECK_THAT(few.decomposition_table, Contains(fmt::format("cc12.0, {} SMs (measured)", c.sm_count)));
+    }
+  }
+  // other CCs: no rule, no line
+  CHECK_FALSE(table.decomposition_rule(9, 0, 132));
+  CHECK_FALSE(table.decomposition_rule(10, 0, 148));
+  RouteRequest request;
+  request.tuning = &table;
+  CHECK(route(shipped_schedules(), device(9, 0), problem(), request).decomposition_table.empty());
+  // an explicit schedule is never second-guessed by the table
+  request.schedule = "portable_c16";
+  CHECK(route(shipped_schedules(), device(12, 0), problem(), request).decomposition_table.empty());
+}
+
+TEST_CASE("router: the SM-count table round-trips and refuses a malformed entry", "[runtime][router]") {
+  const nlohmann::json good = {{"format_version", 1},
+                               {"devices", nlohmann::json::object()},
+                               {"decomposition",
+                                {{"cc12.0", {{"fused_min_pairs", {{"110", 128}, {"156", 144}}}, {"fallback_sm_count", 156}}}}}};
+  const std::optional<TuningTable> t = TuningTable::from_json(good);
+  REQUIRE(t);
+  CHECK(t->to_json() == good);
+  CHECK(t->decomposition_rule(12, 0, 110)->fused_min_pairs == 128);
+  nlohmann::json bad_fallback = good;
+  bad_fallback["decomposition"]["cc12.0"]["fallback_sm_count"] = 188; // not a measured part
+  CHECK_FALSE(TuningTable::from_json(bad_fallback));
+  nlohmann::json bad_key = good;
+  bad_key["decomposition"]["rtx5090"] = good["decomposition"]["cc12.0"]; // never a device name
+  CHECK_FALSE(TuningTable::from_json(bad_key));
+  nlohmann::json bad_count = good;
+  bad_count["decomposition"]["cc12.0"]["fused_min_pairs"]["many"] = 1;
+  CHECK_FALSE(TuningTable::from_json(bad_count));
 }
 
 TEST_CASE("router: explicit and unknown schedule requests", "[runtime][router]") {
