@@ -129,3 +129,31 @@ TEST_CASE("the fused M128 kernel compiles for Blackwell and, with only its TMEM/
     CHECK(k->plan.entries[0].launch.threads == 960);
   }
 }
+
+// Issue 24: the decomposed SM120 design compiles for sm_120a and plain sm_120
+// (CC 12.1) without spills, and its sm_90a proxy is the same plan: the same
+// SMEM per kernel (within SM120's 101,376 B), the same launch shape.
+TEST_CASE("the decomposed SM120 design compiles for sm_120a, sm_120 and, as the same plan, the sm_120a proxy",
+          "[runtime][compile][sm120]") {
+  const Schedule& s = *find_shipped_schedule("sm120_decomposed_c16");
+  ShapeKey shape;
+  const ValidatedSchedule native = validate(s, *find_target("sm_120a"));
+  for (const char* name : {"sm_120a", "sm_120", "sm_120a_proxy"}) {
+    INFO(name);
+    const Target target = *find_target(name);
+    const std::shared_ptr<const PreparedKernel> k = KernelRegistry::instance().prepare(s, target, shape);
+    REQUIRE(k->entry);
+    const ValidatedSchedule v = validate(s, target);
+    REQUIRE(v.kernels().size() == native.kernels().size());
+    for (std::size_t i = 0; i < v.kernels().size(); ++i) {
+      CHECK(v.kernels()[i].smem.total_bytes == native.kernels()[i].smem.total_bytes);
+      CHECK(v.kernels()[i].smem.total_bytes <= 101'376);
+    }
+    for (const auto& ep : k->entry->manifest.entry_points) {
+      INFO(ep.name << ": " << ep.resources.dump());
+      CHECK(ep.resources.value("spill_store_bytes", -1) == 0);
+      CHECK(ep.resources.value("stack_frame_bytes", -1) == 0);
+    }
+    CHECK(k->entry->manifest.entry_points.size() == k->plan.entries.size());
+  }
+}
