@@ -162,6 +162,10 @@ struct PrepareOverlapDecl {
 
 struct Schedule {
   std::string source; ///< where it came from (a file name), for messages
+  /// One of schedules/*.json, or an author's file from KDAJIT_SCHEDULE_PATH
+  /// (compiler/schedule_library.hpp), which routing takes automatically only
+  /// after it passed `kdajit selftest` on the device.
+  bool shipped = true;
   std::string name;
   std::string description;
   Family family = Family::warp_mma;

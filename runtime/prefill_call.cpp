@@ -97,7 +97,7 @@ const RouteDecision& route_memo(const DeviceDescription& d, const ProblemShape& 
   auto it = memo.find(key);
   if (it == memo.end()) {
     it = memo.emplace(std::move(key),
-                      route(shipped_schedules(), d, p,
+                      route(available_schedules(), d, p,
                             RouteRequest{options.schedule, options.family, &tuning_table(), options.target,
                                          selftest_trust(tuning_table(), selftest_environment(d))}))
              .first;

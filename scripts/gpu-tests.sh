@@ -59,6 +59,19 @@ if [ "$markers" != "fla" ]; then
   KDAJIT_TUNE_FILE="$table" "$build/tools/kdajit" selftest 2>&1 | tee -a "$log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   grep -c '"pass": true' "$table" | sed 's/^/selftest records passing: /' | tee -a "$log"
+  # a deliberately broken author's schedule (a wrong SMEM aliasing plan the
+  # validator cannot see) must be recorded as failed, exit 8, the caller unharmed
+  KDAJIT_SCHEDULE_PATH="$root/tests/schedules/broken_kr_over_qd.json" KDAJIT_TUNE_FILE="$table" \
+    "$build/tools/kdajit" selftest --schedule broken_kr_over_qd 2>&1 | tee -a "$log"
+  broken=${PIPESTATUS[0]}
+  if [ "$broken" -eq 8 ] && python3 -c 'import json, sys
+r = [x for x in json.load(open(sys.argv[1]))["selftests"] if x["schedule"] == "broken_kr_over_qd"]
+sys.exit(0 if r and not any(x["pass"] for x in r) else 1)' "$table"; then
+    echo "broken schedule: recorded as failed (exit 8)" | tee -a "$log"
+  else
+    echo "broken schedule: NOT recorded as failed (exit $broken)" | tee -a "$log"
+    status=1
+  fi
 fi
 if [ "$markers" != "fla" ] && [ -x "$build/examples/prefill_cpp" ] && [ -x "$build/examples/prefill_c" ]; then
   lib="$build/prefix/lib"

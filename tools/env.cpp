@@ -73,7 +73,7 @@ nlohmann::json device_json(const runtime::DeviceInfo& info, const std::string& n
     RouteRequest request;
     request.tuning = &table;
     request.selftest_passed = selftest_trust(table, selftest_environment(d));
-    const RouteDecision r = route(shipped_schedules(), d, problem, request);
+    const RouteDecision r = route(available_schedules(), d, problem, request);
     j["routes_to"] = {{"schedule", r.schedule->name}, {"target", r.target.name}};
   } catch (const Error& e) {
     j["routes_to"] = {{"error", e.what()}};

@@ -98,7 +98,7 @@ int route_command(const std::vector<std::string>& args, std::ostream& out, std::
   const TuningTable table = routing_tuning_table(table_path);
   request.tuning = &table;
   request.selftest_passed = selftest_trust(table, selftest_environment(device));
-  const RouteDecision d = route(shipped_schedules(), device, problem, request);
+  const RouteDecision d = route(available_schedules(), device, problem, request);
   if (parsed.has("--json")) {
     out << nlohmann::json{{"cc", fmt::format("{}.{}", device.cc_major, device.cc_minor)},
                           {"sms", device.sm_count},

@@ -14,7 +14,7 @@
 namespace kda::tools {
 
 Schedule schedule_by_name_or_file(const std::string& name_or_path) {
-  if (const Schedule* s = find_shipped_schedule(name_or_path)) {
+  if (const Schedule* s = find_available_schedule(name_or_path)) {
     return *s;
   }
   if (name_or_path.find('/') == std::string::npos && name_or_path.find(".json") == std::string::npos) {

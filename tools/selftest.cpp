@@ -144,7 +144,7 @@ DeviceDescription current_device_description() {
 std::vector<SelftestCandidate> selftest_candidates(const DeviceDescription& device, bool all,
                                                    const std::optional<std::string>& only) {
   std::vector<SelftestCandidate> out;
-  for (const Schedule& s : shipped_schedules()) {
+  for (const Schedule& s : available_schedules()) {
     if ((only && s.name != *only) || !has_generator(s)) {
       continue;
     }
@@ -152,10 +152,14 @@ std::vector<SelftestCandidate> selftest_candidates(const DeviceDescription& devi
     if (t.target && (all || only || !verified_on_hardware(s, *t.target))) {
       out.push_back({&s, *t.target});
     }
-    if ((all || only) && s.family == Family::tcgen05) {
-      const TargetChoice proxy = explicit_target(s, "sm_90a_proxy", device);
-      if (proxy.target) {
-        out.push_back({&s, *proxy.target});
+    if ((all || only) && !t.target) { // a schedule this device cannot run natively: through its proxy, if any
+      for (const Target& stand_in : all_targets()) {
+        const TargetChoice proxy = stand_in.tcgen05_proxy || !stand_in.proxy_of.empty()
+                                       ? explicit_target(s, stand_in.name, device)
+                                       : TargetChoice{};
+        if (proxy.target) {
+          out.push_back({&s, *proxy.target});
+        }
       }
     }
   }
@@ -225,7 +229,8 @@ int selftest_command(const std::vector<std::string>& args, std::ostream& out, st
   const std::vector<SelftestCandidate> candidates =
       selftest_candidates(device, parsed.has("--all"), parsed.option("--schedule"));
   if (parsed.option("--schedule") && candidates.empty()) {
-    err << fmt::format("kdajit selftest: no shipped schedule named '{}' with a generator runs on CC {}.{}\n",
+    err << fmt::format("kdajit selftest: no schedule named '{}' (shipped or on KDAJIT_SCHEDULE_PATH) with a generator runs on "
+                       "CC {}.{}\n",
                        *parsed.option("--schedule"), device.cc_major, device.cc_minor);
     return k_exit_usage;
   }

@@ -28,8 +28,9 @@ struct SelftestCandidate {
 };
 
 /// The schedules `device` runs that are not verified on such hardware; with
-/// `all`, every schedule with a generator it runs, the tcgen05 proxies
-/// (sm_90a_proxy) included. `only`: that schedule alone.
+/// `all`, every schedule with a generator it runs, and each schedule it cannot
+/// run natively through its proxy (sm_90a_proxy for tcgen05, sm_120a_proxy for
+/// a schedule listing sm_120a). `only`: that schedule alone.
 std::vector<SelftestCandidate> selftest_candidates(const DeviceDescription& device, bool all,
                                                    const std::optional<std::string>& only);
 

@@ -84,7 +84,7 @@ int tune_command(const std::vector<std::string>& args, std::ostream& out, std::o
     for (const BenchWorkload* w : workloads) {
       Workload wl = make_workload(*w, pool, 1, rng);
       const ProblemShape problem = problem_of(*w, wl);
-      for (const Schedule& s : shipped_schedules()) {
+      for (const Schedule& s : available_schedules()) {
         const TargetChoice t = choose_target(s, device);
         if (!t.target || !ineligibility(s, *t.target, problem).empty() ||
             !(verified_on_hardware(s, *t.target) || passed(s, *t.target))) {
