@@ -1,4 +1,4 @@
-// kdajit bench [--cases a,b] [--iters N] [--warmup N] [--cold] [--schedule S] [--no-overlap] [--back-to-back]
+// kdajit bench [--cases a,b] [--iters N] [--warmup N] [--cold] [--schedule S [--target T]] [--no-overlap] [--back-to-back]
 //              [--pool] [--checkpoint-every P] [--planned] [--json]
 // Times recurrent_kda_prefill on the workloads of peers-h200.md under the
 // peers' settings: fresh random inputs, the same buffers every call, 20
@@ -62,7 +62,7 @@ std::vector<std::string> split(const std::string& s) {
 int bench_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   const ParsedArgs parsed =
       parse_args(args, {"--json", "--cold", "--no-overlap", "--back-to-back", "--pool", "--planned"},
-                 {"--cases", "--iters", "--warmup", "--seed", "--schedule", "--checkpoint-every"});
+                 {"--cases", "--iters", "--warmup", "--seed", "--schedule", "--target", "--checkpoint-every"});
   CallFeatures features;
   features.pool = parsed.has("--pool");
   features.checkpoint_every = integer_option(parsed, "--checkpoint-every", 0, 1, std::int64_t{1} << 30);
@@ -72,6 +72,10 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
   const bool planned = parsed.has("--planned");
   PrefillOptions options;
   options.schedule = parsed.option("--schedule");
+  options.target = parsed.option("--target");
+  if (options.target && !options.schedule) {
+    throw UsageError("--target needs --schedule (e.g. --schedule sm120_decomposed_c16 --target sm_120a_proxy)");
+  }
   options.prepare_overlap = !parsed.has("--no-overlap");
   const int iters = static_cast<int>(integer_option(parsed, "--iters", 100, 1, 1'000'000));
   const int warmup = static_cast<int>(integer_option(parsed, "--warmup", 20, 0, 1'000'000));
@@ -119,12 +123,13 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
       const double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       const nlohmann::json stats = KernelRegistry::instance().disk_cache().stats_json();
       out << fmt::format("first call {:.1f} ms (cache: {})\n", first_ms, stats.dump(-1, ' ', false, k_replace_invalid_utf8));
-      // where the first workload's choice came from: measured, borrowed or the static preference
+      // where the first workload's choice came from: measured, borrowed or the
+      // static preference, and the SM-count table's line (a fallback labelled)
       const std::string route = explain_prefill_route(args_for(wl, wl.sets[0]), options);
       for (std::size_t at = 0, end = 0; at < route.size(); at = end + 1) {
         end = std::min(route.find('\n', at), route.size());
         const std::string_view line(route.data() + at, end - at);
-        if (line.starts_with("tuning table")) {
+        if (line.starts_with("tuning table") || line.starts_with("SM-count table")) {
           out << "routing: " << line << "\n";
         }
       }

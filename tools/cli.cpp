@@ -73,10 +73,10 @@ usage:
       Remove every entry (except one being built or published right now).
   kdajit route [--cc X.Y [--sms N] [--nvrtc X.Y]] [--layout L] [--state D] [--heads H] [--sequences N]
                [--lower-bound LB] [--pool] [--seq-order] [--checkpoint-every P] [--schedule S | --family F] [--json]
-      Explain which shipped schedule and target a call gets, on the current
-      GPU or on a simulated device (eligibility, target rule, tuning table:
-      measured, borrowed from the nearest measured device of the CC, or the
-      static preference);
+      Explain which schedule and target a call gets, on the current GPU or on
+      a simulated device (eligibility, target rule, the SM-count table of
+      CC 12.x, labelled where it falls back, tuning table: measured, borrowed
+      from the nearest measured device of the CC, or the static preference);
       --pool, --seq-order, --checkpoint-every: a call with a state pool, its
       own sequence order, native checkpoints every P tokens.
   kdajit verify [--seqlens a,b,... | --fixed B,T] [--heads H] [--state bf16|fp32]
@@ -84,22 +84,25 @@ usage:
       Run one random prefill on the GPU and check it against the CPU fp64
       reference with the tolerances of spec section 8 (routed, or schedule S;
       --target T: compile it for T, e.g. sm_90a_proxy, the Hopper proxy of a
-      tcgen05 schedule; --no-overlap: a prepare_overlap schedule's kernels one
+      tcgen05 schedule, or sm_120a_proxy, an SM120 plan compiled for sm_90a;
+      --no-overlap: a prepare_overlap schedule's kernels one
       after the other).
   kdajit accuracy [--state fp32|bf16] [--schedule S] [--json]
       The six accuracy cases of the peers' H200 table: relative RMS error of
       output and state beside FlashKDA's and FLA's, and the ratio to FLA's.
   kdajit selftest [--all | --schedule S] [--timeout SECONDS] [--dry-run] [--json]
-      Trust on first use: check each schedule this GPU runs whose family never
-      ran on such hardware (tcgen05 on CC 10.x) against the CPU fp64
+      Trust on first use: check each schedule this GPU runs that never ran on
+      such hardware (tcgen05 on CC 10.x, the SM120 designs on CC 12.x, every
+      CC 12.x schedule's sm_120a/sm_120 build and the schedules of
+      KDAJIT_SCHEDULE_PATH) against the CPU fp64
       reference (four small calls: packed and fixed, bf16 and fp32 state, the
       gate at -8 and +8; then one timed workload), each in a child process
       killed after SECONDS (default 300), so that a hang or a crash is a
       recorded failure. The results go into the local tuning table with the
       device, driver, NVRTC, kdajit version and the schedule's source hash;
       routing takes such a schedule automatically only once it passed here.
-      --all: every schedule this GPU runs (the tcgen05 proxies included);
-      exit 8 when one failed.
+      --all: every schedule this GPU runs, and each it cannot run natively
+      through its proxy (sm_90a_proxy, sm_120a_proxy); exit 8 when one failed.
   kdajit tune [--iters N] [--warmup N] [--timeout SECONDS] [--dry-run] [--json]
       Run selftest first, then benchmark every eligible shipped schedule that
       is verified on such hardware or passed selftest here, on the bench
@@ -108,12 +111,14 @@ usage:
       lowest geometric mean into the local tuning table (KDAJIT_TUNE_FILE,
       else <cache dir>/tuning-v1.json), keyed by CC and SM count. Routing
       reads it over the tables shipped in tuning/*.json, entry by entry.
-  kdajit bench [--cases a,b] [--iters N] [--warmup N] [--cold] [--schedule S] [--no-overlap] [--back-to-back]
+  kdajit bench [--cases a,b] [--iters N] [--warmup N] [--cold] [--schedule S [--target T]] [--no-overlap]
+               [--back-to-back]
                [--pool] [--checkpoint-every P] [--planned] [--json]
       Time recurrent_kda_prefill on the peers' workloads (GPU needed): median
       of N calls after warm-up, CUDA events, bf16 state updated in place; ms,
       GB/s, ratio to the memory floor and to FlashKDA and FLA on the H200.
-      --schedule S times schedule S wherever it is eligible (else refused);
+      --schedule S times schedule S wherever it is eligible (else refused),
+      --target T compiled for T (a proxy: sm_90a_proxy, sm_120a_proxy);
       --no-overlap runs a prepare_overlap schedule's kernels one after the
       other (the kernel column ends in (overlapped) when they ran together,
       and a line below it gives the model's decision and lead);
@@ -132,6 +137,7 @@ with --json, every command prints one JSON document on stdout, also when it
 fails: {"error": {"kind", "message", "exit_code"}}
 
 targets: sm_80, sm_90, sm_90a, sm_100a, sm_100f, sm_103a, sm_120a, sm_120
+(proxies for the H200: sm_90a_proxy, sm_120a_proxy)
 
 exit codes:
   0   success (every schedule checked is valid)
