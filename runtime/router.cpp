@@ -282,7 +282,7 @@ RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescript
   if (wanted) {
     const bool kept = decision.schedule->decomposition == *wanted;
     explanation += table_line + (kept ? std::string("\n")
-                                      : fmt::format("; no {} schedule is eligible here, a {} one runs\n", to_string(*wanted),
+                                      : fmt::format("; no {} schedule is eligible and trusted here, a {} one runs\n", to_string(*wanted),
                                                     to_string(decision.schedule->decomposition)));
     decision.decomposition_table = table_line;
   }
