@@ -23,10 +23,11 @@ KernelRecipe chunk_offsets_recipe() {
           .threads = 256};
 }
 
-// The fused tcgen05 kernel's buffers at chunk C: C-row tiles of 128 columns,
-// [C x C] blocks, the output and the solve's operands per M tile, a barrier
-// per ring slot for the ring's four barriers.
-std::vector<BufferNeed> tcgen05_fused_buffers(std::int64_t c) {
+// What the load warp and the producer groups of a fused kernel address at
+// chunk C (common/fused_prepare): C-row tiles of 128 columns, [C x C] blocks,
+// Kr^T, the inverse's fp32 scratch, and a barrier per ring slot for the
+// ring's four barriers (common/fused_ring).
+std::vector<BufferNeed> fused_prepare_buffers(std::int64_t c) {
   std::vector<BufferNeed> b;
   for (const char* tile : {"q_raw", "ki", "v", "k_raw", "kd_anchored", "kd", "g_raw", "qd_anchored", "qd", "qd_lo",
                            "ki_lo"}) {
@@ -40,17 +41,33 @@ std::vector<BufferNeed> tcgen05_fused_buffers(std::int64_t c) {
   b.push_back({"row_rnorm", DType::fp32, {{2}, {c}}});
   b.push_back({"beta", DType::fp32, {{c}}});
   b.push_back({"inverse_scratch", DType::fp32, {{c}, {c}}});
-  b.push_back({"out", DType::bf16, {{2}, {c}, k_m_tile}});
-  b.push_back({"delta_t", DType::bf16, {{2}, k_m_tile, {c}}});
-  b.push_back({"u_t", DType::bf16, {{2}, k_m_tile, {c}}});
   for (const char* ring : {"slot_ready", "slot_free", "tile_loaded", "v_loaded"}) {
     b.push_back({ring, DType::u64, {k_stages}});
   }
+  return b;
+}
+
+// The fused tcgen05 kernel's buffers at chunk C: the producers', then the
+// output and the solve's operands per M tile, the consumer's barriers and
+// the TMEM address.
+std::vector<BufferNeed> tcgen05_fused_buffers(std::int64_t c) {
+  std::vector<BufferNeed> b = fused_prepare_buffers(c);
+  b.push_back({"out", DType::bf16, {{2}, {c}, k_m_tile}});
+  b.push_back({"delta_t", DType::bf16, {{2}, k_m_tile, {c}}});
+  b.push_back({"u_t", DType::bf16, {{2}, k_m_tile, {c}}});
   for (const char* barrier : {"snapshot_ready", "projected", "delta_ready", "solved", "u_ready", "updated",
                               "o_drained"}) {
     b.push_back({barrier, DType::u64, {{1}}});
   }
   b.push_back({"tmem_base", DType::u32, {{1}}});
+  return b;
+}
+
+// The fused warp_mma kernel's buffers at chunk C: the producers', then the
+// output tile the MMA warps stage O in.
+std::vector<BufferNeed> warp_mma_fused_buffers(std::int64_t c) {
+  std::vector<BufferNeed> b = fused_prepare_buffers(c);
+  b.push_back({"out", DType::bf16, {{c}, k_m_tile}});
   return b;
 }
 
@@ -98,8 +115,9 @@ FamilyRecipe tcgen05_fused_recipe(const std::string& name, int c, std::vector<in
   r.family = Family::tcgen05;
   r.decomposition = Decomposition::fused;
   r.chunk_size = c;
-  r.common_fragments = {"common/prologue",      "common/sequences",      "common/async_copy",     "tcgen05/ops",
-                        "tcgen05/fused_common", "tcgen05/fused_prepare", "tcgen05/fused_consumer"};
+  r.common_fragments = {"common/prologue",      "common/sequences",      "common/async_copy",
+                        "tcgen05/ops",          "common/fused_ring",     "tcgen05/fused_common",
+                        "common/fused_prepare", "tcgen05/fused_consumer"};
   r.kernels = {{.role = KernelRole::fused,
                 .fragment = "tcgen05/fused_kernel",
                 .call = "kda::frag::fused_prefill",
@@ -132,7 +150,8 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           .family = Family::warp_mma,
           .decomposition = Decomposition::decomposed,
           .chunk_size = 16,
-          .common_fragments = {"common/prologue", "common/sequences", "warp_mma/record_rows", "common/recurrence_io",
+          .common_fragments = {"common/prologue", "common/sequences", "warp_mma/record_rows", "common/state_rows",
+                               "common/recurrence_io",
                                "common/prepare_ops"},
           .kernels = {{.role = KernelRole::prepare,
                        .fragment = "common/prepare_chunk",
@@ -176,7 +195,7 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           .decomposition = Decomposition::decomposed,
           .chunk_size = 16,
           .common_fragments = {"common/prologue", "common/sequences", "wgmma/record_core_matrices",
-                               "common/recurrence_io", "common/async_copy", "wgmma/async", "common/ready_flags",
+                               "common/state_rows", "common/recurrence_io", "common/async_copy", "wgmma/async", "common/ready_flags",
                                "common/prepare_ops", "wgmma/fold_c16"},
           .kernels = {{.role = KernelRole::prepare,
                        .fragment = "common/prepare_chunk",
@@ -207,7 +226,7 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           .decomposition = Decomposition::decomposed,
           .chunk_size = 32,
           .common_fragments = {"common/prologue", "common/sequences", "wgmma/record_core_matrices",
-                               "common/recurrence_io", "common/async_copy", "wgmma/async", "common/ready_flags",
+                               "common/state_rows", "common/recurrence_io", "common/async_copy", "wgmma/async", "common/ready_flags",
                                "common/prepare_ops"},
           .kernels = {{.role = KernelRole::prepare,
                        .fragment = "wgmma/prepare_chunk32",
@@ -249,6 +268,28 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
       // tcgen05/proxy_ops replaces tcgen05/ops; nothing else changes.
       tcgen05_fused_recipe("tcgen05_fused_c32", 32, {128, 64}),
       tcgen05_fused_recipe("tcgen05_fused_c16", 16, {128}),
+      {
+          // The fused SM120 design (sm120_c32): the producers of the fused
+          // tcgen05 design fill the ring; eight MMA warps consume it with the
+          // fp32 state in registers, every product by mma.sync.
+          .name = "warp_mma_fused_c32",
+          .family = Family::warp_mma,
+          .decomposition = Decomposition::fused,
+          .chunk_size = 32,
+          .common_fragments = {"common/prologue", "common/sequences", "common/async_copy", "common/state_rows",
+                               "common/fused_ring", "common/fused_prepare", "warp_mma/fused_consumer"},
+          .kernels = {{.role = KernelRole::fused,
+                       .fragment = "warp_mma/fused_kernel",
+                       .call = "kda::frag::fused_prefill",
+                       .buffers = warp_mma_fused_buffers(32),
+                       .roles = {"mma", "producer"}}},
+          .chunk_offsets = chunk_offsets_recipe(),
+          .inverse_block = 8, // 8 x 8 diagonal blocks, merged by doubling up to 32 (common/fused_prepare)
+          .m_tiles = {128},
+          .tile_tensor_map_cols = 64,
+          // pools and checkpoints in common/state_rows, seq_order in recurrence_pair
+          .features = {.state_pool = true, .seq_order = true, .checkpoints = true},
+      },
   };
   return k_recipes;
 }

@@ -69,12 +69,6 @@ struct LdmatrixRows {
   }
 };
 
-__device__ __forceinline__ void ldmatrix_x4_shared(u32 (&r)[4], u32 address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(address));
-}
-
 // 16x16 product X Ki^T over K = HEAD_DIM by one warp from split operands
 // k = k_hi + k_lo and, with X_SPLIT, x = x_hi + x_lo (otherwise x = x_hi):
 // hi*hi + hi*lo + lo*hi, near-fp32. acc[nj] covers columns 8nj..8nj+7.

@@ -112,19 +112,27 @@ __device__ __forceinline__ u32 smem_address(const void* p) {
 }
 
 // Four 8x8 b16 matrices from SMEM; lanes 8j..8j+7 give the row addresses of
-// matrix j (16-byte aligned). Thread (g = lane / 4, t = lane % 4) receives
-// row g, elements 2t and 2t+1 of each matrix (PTX ISA, "ldmatrix").
-__device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], const void* row) {
+// matrix j (16-byte aligned, shared space). Thread (g = lane / 4, t = lane % 4)
+// receives row g, elements 2t and 2t+1 of each matrix (PTX ISA, "ldmatrix").
+__device__ __forceinline__ void ldmatrix_x4_shared(u32 (&r)[4], u32 address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_address(row)));
+               : "r"(address));
 }
 
 // The same, transposed: thread (g, t) receives rows 2t and 2t+1 of column g.
-__device__ __forceinline__ void ldmatrix_x4_trans(u32 (&r)[4], const void* row) {
+__device__ __forceinline__ void ldmatrix_x4_trans_shared(u32 (&r)[4], u32 address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_address(row)));
+               : "r"(address));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], const void* row) {
+  ldmatrix_x4_shared(r, smem_address(row));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(u32 (&r)[4], const void* row) {
+  ldmatrix_x4_trans_shared(r, smem_address(row));
 }
 
 // 16-byte asynchronous copy global -> shared; `valid` false zero-fills.

@@ -32,7 +32,7 @@ __device__ __forceinline__ void consume_mma(const FusedBarriers& bar, const Tmem
     const u32 parity = static_cast<u32>(c & 1);
     u8* const delta_half = smem + F::DELTA_T_OFFSET + static_cast<int>(c & 1) * (F::DELTA_T_BYTES / 2);
     u8* const u_half = smem + F::U_T_OFFSET + static_cast<int>(c & 1) * (F::U_T_BYTES / 2);
-    mbarrier_wait(bar.slot_ready + r.slot, r.round_parity);
+    mbarrier_wait(bar.ring.slot_ready + r.slot, r.round_parity);
     mbarrier_wait(bar.snapshot_ready, parity);
     if (c > 0) {
       mbarrier_wait(bar.o_drained, parity ^ 1u); // O^T of chunk c - 1 has been read
@@ -69,7 +69,7 @@ __device__ __forceinline__ void consume_mma(const FusedBarriers& bar, const Tmem
                    kda_plan::UMMA_IDESC_UPDATE, 1);
     }
     umma_commit_warp(bar.updated);
-    umma_commit_warp(bar.slot_free + r.slot);
+    umma_commit_warp(bar.ring.slot_free + r.slot);
   }
 }
 
@@ -126,7 +126,7 @@ __device__ __forceinline__ void consume_state(const kda_plan::KdaParams& p, cons
   for (i64 c = 0; c < chunks; ++c) {
     const RingChunk r = ring_chunk(smem, seq, c);
     const float* const g_total = reinterpret_cast<const float*>(r.base + kda_plan::main::G_TOTAL_OFFSET);
-    mbarrier_wait(bar.slot_ready + r.slot, r.round_parity);
+    mbarrier_wait(bar.ring.slot_ready + r.slot, r.round_parity);
     if (c > 0) {
       mbarrier_wait(bar.updated, static_cast<u32>((c - 1) & 1));
     }
@@ -227,8 +227,8 @@ __device__ __forceinline__ void consume_epilogue(const kda_plan::KdaParams& p, c
     u8* const half = smem + F::OUT_OFFSET + static_cast<int>(c & 1) * (F::OUT_BYTES / 2);
     const float* const beta = reinterpret_cast<const float*>(r.base + F::BETA_OFFSET);
     const u8* const v_tile = r.base + F::V_OFFSET;
-    mbarrier_wait(bar.slot_ready + r.slot, r.round_parity);
-    mbarrier_wait(bar.v_loaded + r.slot, r.round_parity);
+    mbarrier_wait(bar.ring.slot_ready + r.slot, r.round_parity);
+    mbarrier_wait(bar.ring.v_loaded + r.slot, r.round_parity);
     mbarrier_wait(bar.projected, parity);
     tcgen05_fence_after_thread_sync();
     float x[C];

@@ -44,13 +44,13 @@ __device__ __forceinline__ void fused_prefill(const kda_plan::KdaParams& p) {
   } else if (warp < F::EPILOGUE_FIRST_WARP + F::EPILOGUE_WARPS) {
     consume_epilogue(p, bar, t, smem, seq, h, m0, chunks, threadIdx.x - 32 * F::EPILOGUE_FIRST_WARP);
   } else if (warp == F::LOAD_FIRST_WARP) {
-    load_raw_tiles(p, bar, smem, seq, h, chunks);
+    load_raw_tiles(p, bar.ring, smem, seq, h, chunks);
   } else if (warp == F::MMA_FIRST_WARP) {
     consume_mma(bar, t, smem, seq, chunks);
   } else if (warp >= F::PRODUCER_FIRST_WARP) {
     constexpr int group_threads = 32 * F::PRODUCER_WARPS / F::PRODUCER_GROUPS;
     const int pt = threadIdx.x - 32 * F::PRODUCER_FIRST_WARP;
-    prepare_group(p, bar, smem, seq, h, chunks, pt / group_threads, pt % group_threads);
+    prepare_group<false>(p, bar.ring, smem, seq, h, chunks, pt / group_threads, pt % group_threads);
   }
 
   tcgen05_fence_before_thread_sync();

@@ -1,10 +1,10 @@
-// kdajit fragment: tcgen05/fused_prepare
-// The load warp and the producer groups of the fused kernel (seed note 000;
-// chunk C = 32 or 16): producer group p prepares chunks p, p + G, p + 2G, ...
+// kdajit fragment: common/fused_prepare
+// The load warp and the producer groups of the fused kernels (seed note 000;
+// tcgen05 chunk C = 32 or 16, warp_mma chunk 32): producer group p prepares chunks p, p + G, p + 2G, ...
 // (G = PRODUCER_GROUPS, a divisor of STAGES) in ring slot c mod STAGES while
 // the consumer roles take the chunks in order. Per chunk:
-//   load (load warp, chunks in order): once the slot is free (the update of
-//            chunk c - STAGES has committed), the raw q, k, g tiles: a whole
+//   load (the load warp, chunks in order, or the group itself): once the
+//            slot is free (the consumer is done with chunk c - STAGES), the raw q, k, g tiles: a whole
 //            chunk by TMA (two 64-column boxes per tile, 128-byte swizzle), a
 //            tail chunk by 16-byte cp.async with the rows past the sequence end
 //            zero-filled (TMA would read the next sequence's rows)
@@ -31,26 +31,34 @@
 //   restore: Kd = Kda 2^C_a, Qd = Qda_hi 2^C_a (bf16, in place), Kr = Ki_hi 2^(G_tot - C_a)
 //            (bf16) to kr_t (Kr^T rows); then V over ki (TMA, or cp.async for a
 //            tail chunk), and slot_ready once the group has fenced its operand
-//            stores for the async proxy
-// Uses kda_plan::main::*, tile_at / narrow_at / load_tile (tcgen05/fused_common).
+//            stores for the async proxy (the tensor core of tcgen05 reads
+//            them there; ldmatrix readers need no more than the barrier)
+// Uses kda_plan::main::*, tile_at / narrow_at / load_tile (common/fused_ring).
 namespace kda {
 namespace frag {
 
-__device__ __forceinline__ void load_raw_tiles(const kda_plan::KdaParams& p, const FusedBarriers& bar, u8* smem,
-                                               const SequenceSpan& seq, int h, i64 chunks) {
+// Once chunk c - STAGES has left the slot (the consumer released it), the raw
+// q, k, g tiles of chunk c into it, counted on tile_loaded: one arrival per
+// thread of the `threads` issuing them and tile.
+__device__ __forceinline__ void load_raw_chunk(const kda_plan::KdaParams& p, const RingBarriers& bar,
+                                               const RingChunk& r, const SequenceSpan& seq, int h, i64 c, int thread,
+                                               int threads) {
   namespace F = kda_plan::main;
-  constexpr int C = kda_plan::CHUNK_SIZE;
-  const int lane = threadIdx.x & 31;
+  if (c >= F::STAGES) {
+    mbarrier_wait(bar.slot_free + r.slot, r.round_parity ^ 1u);
+  }
+  const i64 row0 = seq.start + c * kda_plan::CHUNK_SIZE;
+  u64* const loaded = bar.tile_loaded + r.slot;
+  load_tile(r.base + F::Q_RAW_OFFSET, p.tma_q, p.q, p.heads, h, row0, r.valid, loaded, thread, threads);
+  load_tile(r.base + F::K_RAW_OFFSET, p.tma_k, p.k, p.heads, h, row0, r.valid, loaded, thread, threads);
+  load_tile(r.base + F::G_RAW_OFFSET, p.tma_g, p.g, p.heads, h, row0, r.valid, loaded, thread, threads);
+}
+
+// The load warp: every chunk's raw tiles, in order, as slots come free.
+__device__ __forceinline__ void load_raw_tiles(const kda_plan::KdaParams& p, const RingBarriers& bar, u8* smem,
+                                               const SequenceSpan& seq, int h, i64 chunks) {
   for (i64 c = 0; c < chunks; ++c) {
-    const RingChunk r = ring_chunk(smem, seq, c);
-    if (c >= F::STAGES) {
-      mbarrier_wait(bar.slot_free + r.slot, r.round_parity ^ 1u); // chunk c - STAGES has left the slot
-    }
-    // one arrival per lane and tile: the barrier counts 3 x 32
-    const i64 row0 = seq.start + c * C;
-    load_tile(r.base + F::Q_RAW_OFFSET, p.tma_q, p.q, p.heads, h, row0, r.valid, bar.tile_loaded + r.slot, lane, 32);
-    load_tile(r.base + F::K_RAW_OFFSET, p.tma_k, p.k, p.heads, h, row0, r.valid, bar.tile_loaded + r.slot, lane, 32);
-    load_tile(r.base + F::G_RAW_OFFSET, p.tma_g, p.g, p.heads, h, row0, r.valid, bar.tile_loaded + r.slot, lane, 32);
+    load_raw_chunk(p, bar, ring_chunk(smem, seq, c), seq, h, c, threadIdx.x & 31, 32);
   }
 }
 
@@ -103,7 +111,12 @@ __device__ __forceinline__ void diagonal_block_inverse(const u16* lmat, float* t
   }
 }
 
-__device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, const FusedBarriers& bar, u8* smem,
+// OWN_LOADS: the group loads its chunks' raw tiles itself, no load warp (the
+// group waits for the slot of chunk c to come free before it loads c; a load
+// warp would load ahead only when the group is still busy with an earlier
+// chunk, and costs a warp's registers).
+template <bool OWN_LOADS>
+__device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, const RingBarriers& bar, u8* smem,
                                               const SequenceSpan& seq, int h, i64 chunks, int group, int gt) {
   namespace F = kda_plan::main;
   constexpr int C = kda_plan::CHUNK_SIZE;
@@ -122,7 +135,7 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
                     F::QD_OFFSET == F::QD_ANCHORED_OFFSET && F::V_OFFSET == F::KI_OFFSET &&
                     F::TINV_OFFSET == F::LMAT_OFFSET,
                 "center, restore and the inverse work in place; V arrives over ki");
-  static_assert(F::MQK_OFFSET == F::KR_T_OFFSET + F::KR_T_BYTES && F::KR_T_BYTES == (D / 8) * kda_plan::UMMA_NARROW_SBO,
+  static_assert(F::MQK_OFFSET == F::KR_T_OFFSET + F::KR_T_BYTES && F::KR_T_BYTES == (D / 8) * NARROW_SBO,
                 "kr_t and mqk are one operand: [Kr | Mqk^T], N = D + C rows of C keys");
   const int barrier_id = 1 + group;
   const int warp = gt >> 5;
@@ -145,6 +158,9 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
     u8* const mqk = r.base + F::MQK_OFFSET;   // [C][C] core matrices: Mqk (rows D .. of the operand)
     u8* const qd_lo = r.base + F::QD_LO_OFFSET;
     u8* const ki_lo = r.base + F::KI_LO_OFFSET;
+    if (OWN_LOADS) {
+      load_raw_chunk(p, bar, r, seq, h, c, gt, THREADS);
+    }
     mbarrier_wait(bar.tile_loaded + r.slot, r.round_parity);
 
     // norm: thread (tile, row, piece) sums D / ROW_THREADS squares, the row's threads add theirs
@@ -335,7 +351,7 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
             make_uint4(kr[4 * part], kr[4 * part + 1], kr[4 * part + 2], kr[4 * part + 3]);
       }
     }
-    fence_async_shared();                    // kd, qd, kr_t, mqk, tinv: read by the tensor core
+    fence_async_shared();                    // kd, qd, kr_t, mqk, tinv: read by a tensor core (tcgen05)
     named_barrier_sync(barrier_id, THREADS); // ki is dead: V may land over it
     load_tile(r.base + F::V_OFFSET, p.tma_v, p.v, p.heads, h, seq.start + c * C, r.valid, bar.v_loaded + r.slot, gt,
               THREADS);
