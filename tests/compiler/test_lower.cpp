@@ -72,8 +72,12 @@ TEST_CASE("a plan whose buffers do not match the fragments cannot be lowered", "
 }
 
 TEST_CASE("designs without a generator are refused with the reason", "[compiler][lower]") {
-  CHECK_THROWS_WITH(lower_shipped("sm120_c32", "sm_120a", LayoutKind::fixed),
-                    Contains("no code generator yet for a warp_mma") && Contains("tcgen05 fused chunk 32 m_tile 128/64"));
+  nlohmann::json doc = test::shipped_schedule_json("sm120_c32");
+  doc["m_tile"] = 64; // valid as a plan; the fused warp_mma fragments implement M 128 only
+  const Schedule s = parse_schedule(doc, "edited.json");
+  CHECK_THROWS_WITH(lower(validate(s, test::target_named("sm_120a")), ShapeKey{}),
+                    Contains("no code generator yet for a warp_mma fused design with chunk 32 and m_tile 64") &&
+                        Contains("warp_mma fused chunk 32 m_tile 128") && Contains("tcgen05 fused chunk 32 m_tile 128/64"));
 }
 
 TEST_CASE("the fused M64 design: two CTAs per pair, M 64 MMAs, half the consumer operands", "[compiler][lower][tcgen05]") {

@@ -1,5 +1,5 @@
 // The plans the H200 runs only through a proxy, each against the fp64
-// reference. The SM120 designs (sm120_decomposed_c16) through the sm_120a
+// reference. The SM120 designs (sm120_decomposed_c16, sm120_c32) through the sm_120a
 // proxy: the sm_120a plan as it is (SM120's 101,376 B per block) compiled for
 // sm_90a. The fused tcgen05 kernels (sm100_m128_c32, sm100_m64_c32,
 // sm100_n16_c16) through the sm_90a proxy: each plan is the schedule's (producer
@@ -25,6 +25,7 @@ struct Proxied {
   const char* target;
 };
 constexpr Proxied k_proxied[] = {{"sm120_decomposed_c16", "sm_120a_proxy"},
+                                 {"sm120_c32", "sm_120a_proxy"},
                                  {"sm100_m128_c32", "sm_90a_proxy"},
                                  {"sm100_m64_c32", "sm_90a_proxy"},
                                  {"sm100_n16_c16", "sm_90a_proxy"}};

@@ -249,19 +249,21 @@ TEST_CASE("router: unmeasured GPUs borrow their CC's measured table, the class b
   }
 }
 
-TEST_CASE("router: CC 12.0 takes the decomposed SM120 design once it passed kdajit selftest (sm120_c32 has no generator "
-          "yet)",
-          "[runtime][router]") {
-  // before a selftest: portable_c16, whose source ran on the H200 (as sm_90), not the never-run SM120 design
+TEST_CASE("router: CC 12.0 takes an SM120 design only once it passed kdajit selftest", "[runtime][router]") {
+  // before a selftest: portable_c16, whose source ran on the H200 (as sm_90), not the never-run SM120 designs
   const RouteDecision before = route(shipped_schedules(), device(12, 0), problem(), {});
   INFO(before.explanation);
   CHECK(before.schedule->name == "portable_c16");
   CHECK(before.target.name == "sm_120a");
-  CHECK_THAT(before.explanation, Contains("sm120_c32: not eligible: no code generator yet"));
-  CHECK_THAT(before.explanation, Contains("sm120_decomposed_c16: eligible on sm_120a (sm_120a is the schedule's "
-                                          "architecture-specific or family target for CC 12.0; never run on such "
-                                          "hardware and not self-tested here (kdajit selftest): ranked last)"));
-  // after: the design made for CC 12.x before the portable ones
+  for (const char* name : {"sm120_c32", "sm120_decomposed_c16"}) {
+    CHECK_THAT(before.explanation, Contains(fmt::format("{}: eligible on sm_120a (sm_120a is the schedule's "
+                                                        "architecture-specific or family target for CC 12.0; never run "
+                                                        "on such hardware and not self-tested here (kdajit selftest): "
+                                                        "ranked last)",
+                                                        name)));
+  }
+  // after: the design made for CC 12.x before the portable ones (without a
+  // tuning table, the decomposed one: the SM-count table below decides)
   RouteRequest trusted;
   trusted.selftest_passed = [](const Schedule& s, const Target& t) {
     return s.name == "sm120_decomposed_c16" && t.name == "sm_120a";
@@ -279,7 +281,7 @@ TEST_CASE("router: CC 12.1 routes to the SM120 design on plain sm_120; an sm_120
   trusted.selftest_passed = [](const Schedule&, const Target& t) { return t.name == "sm_120"; };
   const RouteDecision r = route(shipped_schedules(), device(12, 1), problem(), trusted);
   REQUIRE(r.schedule != nullptr);
-  CHECK(r.schedule->name == "sm120_decomposed_c16");
+  CHECK(r.schedule->name == "sm120_c32"); // no tuning table: the longer chunk first
   CHECK(r.target.name == "sm_120");
   INFO(r.explanation);
   CHECK_THAT(r.explanation, Contains("sm_120 is the highest plain target of CC 12.x not newer than 12.1"));
@@ -328,9 +330,17 @@ TEST_CASE("router: the SM-count table decides fused or decomposed on CC 12.x, a 
     INFO(many.explanation);
     CHECK_THAT(many.decomposition_table, Contains(fmt::format("N x H = {} >= {}: the fused design", 2 * at,
                                                               c.threshold)));
-    // the fused sm120_c32 has no generator yet: said, and the decomposed design runs
-    CHECK(many.schedule->name == "sm120_decomposed_c16");
-    CHECK_THAT(many.explanation, Contains("the fused design; no fused schedule is eligible here, a decomposed one runs"));
+    CHECK(many.schedule->name == "sm120_c32");
+    CHECK(many.target.name == (c.cc_minor == 0 ? "sm_120a" : "sm_120"));
+    // without its selftest record the fused design is not taken: said, and the decomposed one runs
+    RouteRequest decomposed_only = request;
+    decomposed_only.selftest_passed = [](const Schedule& s, const Target&) { return s.name != "sm120_c32"; };
+    const RouteDecision untested = route(shipped_schedules(), d,
+                                         problem(LayoutKind::fixed, false, StatePrecision::bf16, at), decomposed_only);
+    INFO(untested.explanation);
+    CHECK(untested.schedule->name == "sm120_decomposed_c16");
+    CHECK_THAT(untested.explanation,
+               Contains("the fused design; no fused schedule is eligible and trusted here, a decomposed one runs"));
     if (c.fallback) {
       CHECK_THAT(few.decomposition_table,
                  Contains(fmt::format("cc12.0, the 156-SM part's threshold (fallback: CC 12.{} with {} SMs was never "

@@ -29,7 +29,7 @@ TEST_CASE("schedule check: valid schedules exit 0 with one line per target", "[t
   CHECK_THAT(run.out, Contains("sm100_m128_c32 on sm_103a: valid"));
   const test::CliRun one = test::run_kdajit({"schedule", "check", schedule_file("sm120_c32"), "--target", "sm_120a"});
   CHECK(one.exit_code == tools::k_exit_ok);
-  CHECK_THAT(one.out, Contains("sm120_c32 on sm_120a: valid, SMEM 92,320 B of 101,376 B"));
+  CHECK_THAT(one.out, Contains("sm120_c32 on sm_120a: valid, SMEM 93,232 B of 101,376 B"));
 }
 
 TEST_CASE("schedule check: an invalid schedule exits 1 and lists its problems", "[tools][cli]") {

@@ -55,6 +55,7 @@ TEST_CASE("repro writes the source, the exact NVRTC options and a replay script"
   CHECK(replayed.cubin == prepared->entry->cubin);
 
   CHECK(test::run_kdajit({"repro", "--schedule", "portable_c16"}).exit_code == tools::k_exit_usage);
-  CHECK(test::run_kdajit({"repro", "--schedule", "sm120_c32", "--target", "sm_120a", "--out", dir.path()})
+  CHECK(test::run_kdajit({"repro", "--schedule", test::source_path("tests/schedules/sm120_m64_no_generator.json"),
+                          "--target", "sm_120a", "--out", dir.path()})
             .exit_code == tools::k_exit_invalid_schedule);
 }
