@@ -49,9 +49,9 @@ __device__ __forceinline__ void load_raw_chunk(const kda_plan::KdaParams& p, con
   }
   const i64 row0 = seq.start + c * kda_plan::CHUNK_SIZE;
   u64* const loaded = bar.tile_loaded + r.slot;
-  load_tile(r.base + F::Q_RAW_OFFSET, p.tma_q, p.q, p.heads, h, row0, r.valid, loaded, thread, threads);
-  load_tile(r.base + F::K_RAW_OFFSET, p.tma_k, p.k, p.heads, h, row0, r.valid, loaded, thread, threads);
-  load_tile(r.base + F::G_RAW_OFFSET, p.tma_g, p.g, p.heads, h, row0, r.valid, loaded, thread, threads);
+  load_tile(reinterpret_cast<u8*>(r.at->q_raw), p.tma_q, p.q, p.heads, h, row0, r.valid, loaded, thread, threads);
+  load_tile(reinterpret_cast<u8*>(r.at->k_raw), p.tma_k, p.k, p.heads, h, row0, r.valid, loaded, thread, threads);
+  load_tile(reinterpret_cast<u8*>(r.at->g_raw), p.tma_g, p.g, p.heads, h, row0, r.valid, loaded, thread, threads);
 }
 
 // The load warp: every chunk's raw tiles, in order, as slots come free.
@@ -146,18 +146,19 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
   const float anchor = static_cast<float>(kda_plan::ANCHOR_ROWS) * p.gate_scale;
   for (i64 c = group; c < chunks; c += F::PRODUCER_GROUPS) {
     const RingChunk r = ring_chunk(smem, seq, c);
-    u8* const q_raw = r.base + F::Q_RAW_OFFSET;
-    u8* const k_raw = r.base + F::K_RAW_OFFSET;
-    u8* const g_raw = r.base + F::G_RAW_OFFSET;
-    float* const rnorm = reinterpret_cast<float*>(r.base + F::ROW_RNORM_OFFSET); // [q, k][C]
-    float* const beta = reinterpret_cast<float*>(r.base + F::BETA_OFFSET);
-    float* const g_total = reinterpret_cast<float*>(r.base + F::G_TOTAL_OFFSET);
-    u16* const lmat = reinterpret_cast<u16*>(r.base + F::LMAT_OFFSET); // [C][C] row-major
-    float* const tf = reinterpret_cast<float*>(r.base + F::INVERSE_SCRATCH_OFFSET); // [C][C]
-    u8* const kr_t = r.base + F::KR_T_OFFSET; // [D][C] core matrices: Kr^T
-    u8* const mqk = r.base + F::MQK_OFFSET;   // [C][C] core matrices: Mqk (rows D .. of the operand)
-    u8* const qd_lo = r.base + F::QD_LO_OFFSET;
-    u8* const ki_lo = r.base + F::KI_LO_OFFSET;
+    F::StageSlot& slot = *r.at;
+    u8* const q_raw = reinterpret_cast<u8*>(slot.q_raw);
+    u8* const k_raw = reinterpret_cast<u8*>(slot.k_raw);
+    u8* const g_raw = reinterpret_cast<u8*>(slot.g_raw);
+    float* const rnorm = slot.row_rnorm; // [q, k][C]
+    float* const beta = slot.beta;
+    float* const g_total = slot.g_total;
+    u16* const lmat = slot.lmat_at.lmat;                   // [C][C] row-major
+    float* const tf = slot.inverse_scratch_at.inverse_scratch; // [C][C]
+    u8* const kr_t = reinterpret_cast<u8*>(slot.kr_t); // [D][C] core matrices: Kr^T
+    u8* const mqk = reinterpret_cast<u8*>(slot.mqk);   // [C][C] core matrices: Mqk (rows D .. of the operand)
+    u8* const qd_lo = reinterpret_cast<u8*>(slot.qd_lo);
+    u8* const ki_lo = reinterpret_cast<u8*>(slot.ki_lo);
     if (OWN_LOADS) {
       load_raw_chunk(p, bar, r, seq, h, c, gt, THREADS);
     }
@@ -327,7 +328,7 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
         const int k = k0 + 2 * e;
         w[e] = pack_bf16x2(k <= row ? tf[row * C + k] : 0.0f, k + 1 <= row ? tf[row * C + k + 1] : 0.0f);
       }
-      *reinterpret_cast<uint4*>(r.base + F::TINV_OFFSET + narrow_at(row, k0)) = make_uint4(w[0], w[1], w[2], w[3]);
+      *reinterpret_cast<uint4*>(reinterpret_cast<u8*>(slot.tinv_at.tinv) + narrow_at(row, k0)) = make_uint4(w[0], w[1], w[2], w[3]);
     }
 
     // restore: Kd, Qd in place (column j), Kr^T row j of kr_t
@@ -353,7 +354,7 @@ __device__ __forceinline__ void prepare_group(const kda_plan::KdaParams& p, cons
     }
     fence_async_shared();                    // kd, qd, kr_t, mqk, tinv: read by a tensor core (tcgen05)
     named_barrier_sync(barrier_id, THREADS); // ki is dead: V may land over it
-    load_tile(r.base + F::V_OFFSET, p.tma_v, p.v, p.heads, h, seq.start + c * C, r.valid, bar.v_loaded + r.slot, gt,
+    load_tile(reinterpret_cast<u8*>(slot.v), p.tma_v, p.v, p.heads, h, seq.start + c * C, r.valid, bar.v_loaded + r.slot, gt,
               THREADS);
     if (gt == 0) {
       mbarrier_arrive(bar.slot_ready + r.slot);

@@ -79,13 +79,19 @@ struct RingBarriers {
   u64* v_loaded;    // producer group's copies -> consumer: the V tile
 };
 
+// The block's SMEM as the plan lays it out (kda_plan::main::SmemLayout: the
+// ring's slots first, then the block-wide buffers and barriers).
+__device__ __forceinline__ kda_plan::main::SmemLayout& smem_layout(u8* smem) {
+  return *reinterpret_cast<kda_plan::main::SmemLayout*>(smem);
+}
+
 __device__ __forceinline__ RingBarriers ring_barriers(u8* smem) {
-  namespace F = kda_plan::main;
+  kda_plan::main::SmemLayout& layout = smem_layout(smem);
   RingBarriers b;
-  b.slot_ready = reinterpret_cast<u64*>(smem + F::SLOT_READY_OFFSET);
-  b.slot_free = reinterpret_cast<u64*>(smem + F::SLOT_FREE_OFFSET);
-  b.tile_loaded = reinterpret_cast<u64*>(smem + F::TILE_LOADED_OFFSET);
-  b.v_loaded = reinterpret_cast<u64*>(smem + F::V_LOADED_OFFSET);
+  b.slot_ready = layout.slot_ready;
+  b.slot_free = layout.slot_free;
+  b.tile_loaded = layout.tile_loaded;
+  b.v_loaded = layout.v_loaded;
   return b;
 }
 
@@ -109,7 +115,7 @@ __device__ __forceinline__ void init_ring_barriers(const RingBarriers& b, u32 fr
 struct RingChunk {
   int slot;
   u32 round_parity; // parity of the slot's fill round c / STAGES
-  u8* base;         // the slot's bytes
+  kda_plan::main::StageSlot* at; // the slot's buffers (the plan's layout)
   int valid;        // tokens of the chunk inside the sequence
 };
 
@@ -118,7 +124,9 @@ __device__ __forceinline__ RingChunk ring_chunk(u8* smem, const SequenceSpan& se
   RingChunk r;
   r.slot = static_cast<int>(c % F::STAGES);
   r.round_parity = static_cast<u32>((c / F::STAGES) & 1);
-  r.base = smem + r.slot * F::STAGE_BYTES;
+  // the slot by its byte offset: indexing smem_layout(smem).slot[] gives the
+  // same address, but ptxas then spills on the register-bound warp_mma kernel
+  r.at = reinterpret_cast<F::StageSlot*>(smem + r.slot * F::STAGE_BYTES);
   r.valid = static_cast<int>(min(static_cast<i64>(kda_plan::CHUNK_SIZE), seq.length - c * kda_plan::CHUNK_SIZE));
   return r;
 }

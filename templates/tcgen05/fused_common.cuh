@@ -42,16 +42,16 @@ struct FusedBarriers {
 };
 
 __device__ __forceinline__ FusedBarriers fused_barriers(u8* smem) {
-  namespace F = kda_plan::main;
+  kda_plan::main::SmemLayout& layout = smem_layout(smem);
   FusedBarriers b;
   b.ring = ring_barriers(smem);
-  b.snapshot_ready = reinterpret_cast<u64*>(smem + F::SNAPSHOT_READY_OFFSET);
-  b.projected = reinterpret_cast<u64*>(smem + F::PROJECTED_OFFSET);
-  b.delta_ready = reinterpret_cast<u64*>(smem + F::DELTA_READY_OFFSET);
-  b.solved = reinterpret_cast<u64*>(smem + F::SOLVED_OFFSET);
-  b.u_ready = reinterpret_cast<u64*>(smem + F::U_READY_OFFSET);
-  b.updated = reinterpret_cast<u64*>(smem + F::UPDATED_OFFSET);
-  b.o_drained = reinterpret_cast<u64*>(smem + F::O_DRAINED_OFFSET);
+  b.snapshot_ready = layout.snapshot_ready;
+  b.projected = layout.projected;
+  b.delta_ready = layout.delta_ready;
+  b.solved = layout.solved;
+  b.u_ready = layout.u_ready;
+  b.updated = layout.updated;
+  b.o_drained = layout.o_drained;
   return b;
 }
 

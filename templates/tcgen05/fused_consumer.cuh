@@ -30,8 +30,8 @@ __device__ __forceinline__ void consume_mma(const FusedBarriers& bar, const Tmem
   for (i64 c = 0; c < chunks; ++c) {
     const RingChunk r = ring_chunk(smem, seq, c);
     const u32 parity = static_cast<u32>(c & 1);
-    u8* const delta_half = smem + F::DELTA_T_OFFSET + static_cast<int>(c & 1) * (F::DELTA_T_BYTES / 2);
-    u8* const u_half = smem + F::U_T_OFFSET + static_cast<int>(c & 1) * (F::U_T_BYTES / 2);
+    u8* const delta_half = reinterpret_cast<u8*>(smem_layout(smem).delta_t) + static_cast<int>(c & 1) * (F::DELTA_T_BYTES / 2);
+    u8* const u_half = reinterpret_cast<u8*>(smem_layout(smem).u_t) + static_cast<int>(c & 1) * (F::U_T_BYTES / 2);
     mbarrier_wait(bar.ring.slot_ready + r.slot, r.round_parity);
     mbarrier_wait(bar.snapshot_ready, parity);
     if (c > 0) {
@@ -42,9 +42,9 @@ __device__ __forceinline__ void consume_mma(const FusedBarriers& bar, const Tmem
     for (int ks = 0; ks < kda_plan::HEAD_DIM / 16; ++ks) {
       const u32 a_col = kda_plan::TMEM_SNAPSHOT_COL + 8 * ks; // 16 bf16 of each lane in 8 columns
       const int at = (ks / 4) * TILE_HALF_BYTES + (ks % 4) * TILE_K_STEP; // keys 16 ks ..: half, then 32 B steps
-      umma_ts_warp(t, kda_plan::TMEM_WORK_COL, a_col, descriptor_at(kda_plan::UMMA_DESC_TILE, r.base + F::KD_OFFSET + at),
+      umma_ts_warp(t, kda_plan::TMEM_WORK_COL, a_col, descriptor_at(kda_plan::UMMA_DESC_TILE, reinterpret_cast<u8*>(r.at->kd) + at),
                    kda_plan::UMMA_IDESC_PROJECT, ks > 0);
-      umma_ts_warp(t, kda_plan::TMEM_OUT_COL, a_col, descriptor_at(kda_plan::UMMA_DESC_TILE, r.base + F::QD_OFFSET + at),
+      umma_ts_warp(t, kda_plan::TMEM_OUT_COL, a_col, descriptor_at(kda_plan::UMMA_DESC_TILE, reinterpret_cast<u8*>(r.at->qd) + at),
                    kda_plan::UMMA_IDESC_PROJECT, ks > 0);
     }
     umma_commit_warp(bar.projected);
@@ -54,7 +54,7 @@ __device__ __forceinline__ void consume_mma(const FusedBarriers& bar, const Tmem
 #pragma unroll
     for (int kc = 0; kc < C / 16; ++kc) {
       umma_ss_warp(t, kda_plan::TMEM_WORK_COL, descriptor_at(kda_plan::UMMA_DESC_NARROW, delta_half + kc * K_STEP),
-                   descriptor_at(kda_plan::UMMA_DESC_NARROW, r.base + F::TINV_OFFSET + kc * K_STEP),
+                   descriptor_at(kda_plan::UMMA_DESC_NARROW, reinterpret_cast<u8*>(r.at->tinv_at.tinv) + kc * K_STEP),
                    kda_plan::UMMA_IDESC_SOLVE, kc > 0);
     }
     umma_commit_warp(bar.solved);
@@ -65,7 +65,7 @@ __device__ __forceinline__ void consume_mma(const FusedBarriers& bar, const Tmem
     for (int kc = 0; kc < C / 16; ++kc) {
       umma_ss_warp(t, kda_plan::TMEM_STATE_COL,
                    descriptor_at(kda_plan::UMMA_DESC_NARROW, u_half + kc * K_STEP),
-                   descriptor_at(kda_plan::UMMA_DESC_NARROW, r.base + F::KR_T_OFFSET + kc * K_STEP), // [Kr | Mqk^T]
+                   descriptor_at(kda_plan::UMMA_DESC_NARROW, reinterpret_cast<u8*>(r.at->kr_t) + kc * K_STEP), // [Kr | Mqk^T]
                    kda_plan::UMMA_IDESC_UPDATE, 1);
     }
     umma_commit_warp(bar.updated);
@@ -125,7 +125,7 @@ __device__ __forceinline__ void consume_state(const kda_plan::KdaParams& p, cons
   CheckpointCursor checkpoints = checkpoint_cursor();
   for (i64 c = 0; c < chunks; ++c) {
     const RingChunk r = ring_chunk(smem, seq, c);
-    const float* const g_total = reinterpret_cast<const float*>(r.base + kda_plan::main::G_TOTAL_OFFSET);
+    const float* const g_total = r.at->g_total;
     mbarrier_wait(bar.ring.slot_ready + r.slot, r.round_parity);
     if (c > 0) {
       mbarrier_wait(bar.updated, static_cast<u32>((c - 1) & 1));
@@ -224,9 +224,9 @@ __device__ __forceinline__ void consume_epilogue(const kda_plan::KdaParams& p, c
   for (i64 c = 0; c < chunks; ++c) {
     const RingChunk r = ring_chunk(smem, seq, c);
     const u32 parity = static_cast<u32>(c & 1);
-    u8* const half = smem + F::OUT_OFFSET + static_cast<int>(c & 1) * (F::OUT_BYTES / 2);
-    const float* const beta = reinterpret_cast<const float*>(r.base + F::BETA_OFFSET);
-    const u8* const v_tile = r.base + F::V_OFFSET;
+    u8* const half = reinterpret_cast<u8*>(smem_layout(smem).out) + static_cast<int>(c & 1) * (F::OUT_BYTES / 2);
+    const float* const beta = r.at->beta;
+    const u8* const v_tile = reinterpret_cast<const u8*>(r.at->v);
     mbarrier_wait(bar.ring.slot_ready + r.slot, r.round_parity);
     mbarrier_wait(bar.ring.v_loaded + r.slot, r.round_parity);
     mbarrier_wait(bar.projected, parity);

@@ -27,7 +27,7 @@ __device__ __forceinline__ void fused_prefill(const kda_plan::KdaParams& p) {
   const i64 chunks = chunks_of(seq.length);
   const int warp = threadIdx.x >> 5;
   const FusedBarriers bar = fused_barriers(smem);
-  u32* const tmem_slot = reinterpret_cast<u32*>(smem + F::TMEM_BASE_OFFSET);
+  u32* const tmem_slot = smem_layout(smem).tmem_base;
   if (threadIdx.x == 0) {
     init_fused_barriers(bar);
   }

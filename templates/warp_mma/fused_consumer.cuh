@@ -200,6 +200,8 @@ __device__ __forceinline__ void consume_chunks(const kda_plan::KdaParams& p, con
     }
     mbarrier_wait(bar.slot_ready + r.slot, r.round_parity);
     mbarrier_wait(bar.v_loaded + r.slot, r.round_parity);
+    // tensor-core operands by shared address: the slot's offset plus the plan's
+    // buffer offsets (immediates of each ldmatrix); the rest through the layout
     const u32 slot = static_cast<u32>(r.slot * F::STAGE_BYTES);
 
     // P^T, then Delta^T, 16 chunk rows at a time: the solve's A fragments
@@ -209,7 +211,7 @@ __device__ __forceinline__ void consume_chunks(const kda_plan::KdaParams& p, con
       float acc[2][4];
       zero_block(acc);
       project_block(state, lanes, slot + F::KD_OFFSET, 16 * kc, acc);
-      residual_block(lanes, slot + F::V_OFFSET, reinterpret_cast<const float*>(r.base + F::BETA_OFFSET), 16 * kc, acc);
+      residual_block(lanes, slot + F::V_OFFSET, r.at->beta, 16 * kc, acc);
       pack_a(acc[0], acc[1], da[kc]);
     }
     u32 ua[C / 16][4]; // U^T
@@ -220,7 +222,7 @@ __device__ __forceinline__ void consume_chunks(const kda_plan::KdaParams& p, con
       multiply_narrow_block(da, lanes, slot + F::TINV_OFFSET, 16 * kc, acc);
       pack_a(acc[0], acc[1], ua[kc]);
     }
-    u8* const tile = smem + F::OUT_OFFSET;
+    u8* const tile = reinterpret_cast<u8*>(smem_layout(smem).out);
     named_barrier_sync(BARRIER_ID, THREADS); // the previous chunk's rows have left the output tile
 #pragma unroll
     for (int nb = 0; nb < C / 16; ++nb) { // O^T, 16 chunk rows at a time
@@ -230,7 +232,7 @@ __device__ __forceinline__ void consume_chunks(const kda_plan::KdaParams& p, con
       multiply_narrow_block(ua, lanes, slot + F::MQK_OFFSET, 16 * nb, acc);
       stage_output(tile, vcol, 16 * nb, acc);
     }
-    update_state(state, ua, lanes, slot + F::KR_T_OFFSET, reinterpret_cast<const float*>(r.base + F::G_TOTAL_OFFSET));
+    update_state(state, ua, lanes, slot + F::KR_T_OFFSET, r.at->g_total);
     __syncwarp();
     if (lane == 0) {
       mbarrier_arrive(bar.slot_free + r.slot); // this warp has read the slot

@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <regex>
 
 using namespace kda;
 using Catch::Contains;
@@ -93,8 +94,11 @@ TEST_CASE("every SMEM buffer of a generated plan is addressed by the fragments t
       for (const EntryPlan& e : plan.entries) {
         for (const SmemSymbol& sym : e.smem) {
           INFO(s.name << " on " << target << ", kernel " << e.kernel << ", buffer " << sym.buffer);
-          // fragments address buffers as <namespace alias>::<NAME>_OFFSET
-          CHECK(fragments.find("::" + sym.name + "_OFFSET") != std::string::npos);
+          // fragments address buffers as <namespace alias>::<NAME>_OFFSET or
+          // as members of the emitted layout structs (slot.beta, r.at->kd, slot.lmat_at.lmat)
+          const bool by_offset = fragments.find("::" + sym.name + "_OFFSET") != std::string::npos;
+          const bool by_member = std::regex_search(fragments, std::regex("(\\.|->)" + sym.buffer + "(_at)?\\b"));
+          CHECK((by_offset || by_member));
         }
       }
       const std::string text = emit_cuda(plan).text;
