@@ -182,7 +182,7 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
                         {.name = "GAMMA", .bytes = 128 * 4}},
           .inverse_block = 16,
           .mqk_diagonal = MqkDiagonal::operands,
-          // pools and checkpoints in recurrence_io, seq_order in recurrence_pair
+          // pools and checkpoints in common/state_rows, seq_order in recurrence_pair (common/sequences)
           .features = {.state_pool = true, .seq_order = true, .checkpoints = true},
       },
       {
@@ -214,7 +214,7 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           .wgmma_n = {16, 128},
           .inverse_block = 16,
           .mqk_diagonal = MqkDiagonal::operands,
-          // pools and checkpoints in recurrence_io, seq_order in recurrence_pair
+          // pools and checkpoints in common/state_rows, seq_order in recurrence_pair (common/sequences)
           .features = {.state_pool = true, .seq_order = true, .checkpoints = true},
       },
       {
@@ -287,7 +287,7 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           .inverse_block = 8, // 8 x 8 diagonal blocks, merged by doubling up to 32 (common/fused_prepare)
           .m_tiles = {128},
           .tile_tensor_map_cols = 64,
-          // pools and checkpoints in common/state_rows, seq_order in recurrence_pair
+          // pools and checkpoints in common/state_rows, seq_order in recurrence_pair (common/sequences)
           .features = {.state_pool = true, .seq_order = true, .checkpoints = true},
       },
   };
