@@ -110,35 +110,36 @@ KernelRecipe wgmma_recurrence(std::int64_t c) {
 // The fused tcgen05 kernel at chunk C (tcgen05/fused_*): the MMA shapes, the
 // two operand layouts and the TMEM map follow from C.
 FamilyRecipe tcgen05_fused_recipe(const std::string& name, int c, std::vector<int> m_tiles) {
-  FamilyRecipe r;
-  r.name = name;
-  r.family = Family::tcgen05;
-  r.decomposition = Decomposition::fused;
-  r.chunk_size = c;
-  r.common_fragments = {"common/prologue",      "common/sequences",      "common/async_copy",
-                        "tcgen05/ops",          "common/fused_ring",     "tcgen05/fused_common",
-                        "common/fused_prepare", "tcgen05/fused_consumer"};
-  r.kernels = {{.role = KernelRole::fused,
-                .fragment = "tcgen05/fused_kernel",
-                .call = "kda::frag::fused_prefill",
-                .buffers = tcgen05_fused_buffers(c),
-                .roles = {"state", "epilogue", "load", "mma", "producer"}}};
-  r.chunk_offsets = chunk_offsets_recipe();
-  r.inverse_block = 8; // 8 x 8 diagonal blocks, merged by doubling up to C
-  r.m_tiles = std::move(m_tiles);
-  r.umma = FamilyRecipe::Umma{
-      // S [Kd|Qd]^T per half; Delta^T T^T; U^T [Kr|Mqk^T] on the [S|O^T] accumulator
-      {{"PROJECT", c}, {"SOLVE", c}, {"UPDATE", 128 + c}},
-      // [C x 128] tiles as TMA writes them (two 64-column halves, 128-byte swizzle, 8-row
-      // atoms 1,024 B apart); [rows x C] operands as core matrices without swizzle
-      {{"TILE", 16, 1024, true}, {"NARROW", 128, c / 8 * 128, false}},
-      // [S | O^T], P^T then U^T, the bf16 snapshot of S
-      {{"STATE", 128}, {"OUT", c}, {"WORK", c}, {"SNAPSHOT", 64}}};
-  r.tile_tensor_map_cols = 64;
-  // pools and checkpoints in consume_state, seq_order in recurrence_pair
-  r.features = {.state_pool = true, .seq_order = true, .checkpoints = true};
-  r.proxy_ops_fragment = "tcgen05/proxy_ops";
-  return r;
+  return {
+      .name = name,
+      .family = Family::tcgen05,
+      .decomposition = Decomposition::fused,
+      .chunk_size = c,
+      .common_fragments = {"common/prologue", "common/sequences", "common/async_copy", "tcgen05/ops",
+                           "common/fused_ring", "tcgen05/fused_common", "common/fused_prepare",
+                           "tcgen05/fused_consumer"},
+      .kernels = {{.role = KernelRole::fused,
+                   .fragment = "tcgen05/fused_kernel",
+                   .call = "kda::frag::fused_prefill",
+                   .buffers = tcgen05_fused_buffers(c),
+                   .roles = {"state", "epilogue", "load", "mma", "producer"}}},
+      .chunk_offsets = chunk_offsets_recipe(),
+      .inverse_block = 8, // 8 x 8 diagonal blocks, merged by doubling up to C
+      .m_tiles = std::move(m_tiles),
+      .umma =
+          FamilyRecipe::Umma{
+              // S [Kd|Qd]^T per half; Delta^T T^T; U^T [Kr|Mqk^T] on the [S|O^T] accumulator
+              {{"PROJECT", c}, {"SOLVE", c}, {"UPDATE", 128 + c}},
+              // [C x 128] tiles as TMA writes them (two 64-column halves, 128-byte swizzle, 8-row
+              // atoms 1,024 B apart); [rows x C] operands as core matrices without swizzle
+              {{"TILE", 16, 1024, true}, {"NARROW", 128, c / 8 * 128, false}},
+              // [S | O^T], P^T then U^T, the bf16 snapshot of S
+              {{"STATE", 128}, {"OUT", c}, {"WORK", c}, {"SNAPSHOT", 64}}},
+      .proxy_ops_fragment = "tcgen05/proxy_ops",
+      .tile_tensor_map_cols = 64,
+      // pools and checkpoints in tcgen05/fused_consumer (consume_state), seq_order in recurrence_pair
+      .features = {.state_pool = true, .seq_order = true, .checkpoints = true},
+  };
 }
 
 } // namespace
