@@ -14,6 +14,13 @@
 
 namespace kda {
 
+/// A PTX ISA version (`.version 8.7`).
+struct PtxVersion {
+  int major = 0;
+  int minor = 0;
+  auto operator<=>(const PtxVersion&) const = default;
+};
+
 /// Plain `sm_XY`, architecture-specific `sm_XYa`, or family `sm_XYf`.
 enum class ArchVariant { plain, arch_specific, family };
 
@@ -44,6 +51,9 @@ struct Target {
   /// it (the H200: sm_90, sm_90a and both proxies). Routing takes a schedule
   /// on any other target only after it passed `kdajit selftest` on the device.
   bool verified_on_hardware = false;
+  /// The lowest PTX ISA version ptxas accepts for arch() (probed with ptxas
+  /// 13.0): PTX retargeted here (compiler/ptx/ptx_retarget.hpp) gets at least it.
+  PtxVersion lowest_ptx_version;
 
   bool allows(Family family) const;
   /// The string passed to NVRTC's -arch.
