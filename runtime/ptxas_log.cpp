@@ -1,4 +1,5 @@
 #include "runtime/ptxas_log.hpp"
+#include "compiler/text.hpp"
 
 #include <charconv>
 #include <set>
@@ -7,22 +8,12 @@
 namespace kda::runtime {
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
 /// Splits "a, b, c" on commas, trimming each item.
 std::vector<std::string_view> split_items(std::string_view s) {
   std::vector<std::string_view> out;
   while (!s.empty()) {
     const std::size_t comma = s.find(',');
-    out.push_back(trim(s.substr(0, comma)));
+    out.push_back(trim_blanks(s.substr(0, comma)));
     if (comma == std::string_view::npos) {
       break;
     }
@@ -38,7 +29,7 @@ bool split_count(std::string_view item, int& count, std::string_view& rest) {
   if (error != std::errc() || end == item.data()) {
     return false;
   }
-  rest = trim(item.substr(static_cast<std::size_t>(end - item.data())));
+  rest = trim_blanks(item.substr(static_cast<std::size_t>(end - item.data())));
   return true;
 }
 
@@ -121,14 +112,14 @@ std::map<std::string, ResourceUsage> parse_ptxas_resource_log(std::string_view l
       // The frame line has been seen with a "ptxas   ." prefix (13.0) and bare
       // indentation (older releases); other lines are not ours.
       if (raw.find("bytes stack frame") != std::string_view::npos && !properties.empty()) {
-        read_frame_line(trim(raw), functions[properties]);
+        read_frame_line(trim_blanks(raw), functions[properties]);
       }
       continue;
     }
     // Past "ptxas info    :" / "ptxas         ." the payload starts.
     const std::size_t body_start = raw.find_first_of(":.", 5);
     const std::string_view body =
-        body_start == std::string_view::npos ? std::string_view{} : trim(raw.substr(body_start + 1));
+        body_start == std::string_view::npos ? std::string_view{} : trim_blanks(raw.substr(body_start + 1));
     if (body.find("wgmma.mma_async instructions are serialized") != std::string_view::npos) {
       functions[std::string(last_quoted(body))].wgmma_serialized = true;
     } else if (body.find("warpgroup.wait is injected") != std::string_view::npos) {
@@ -140,7 +131,7 @@ std::map<std::string, ResourceUsage> parse_ptxas_resource_log(std::string_view l
         functions[compiling];
       }
     } else if (body.starts_with(k_properties)) {
-      properties = std::string(trim(body.substr(k_properties.size())));
+      properties = std::string(trim_blanks(body.substr(k_properties.size())));
     } else if (body.find("bytes stack frame") != std::string_view::npos) {
       if (!properties.empty()) {
         read_frame_line(body, functions[properties]);

@@ -1,6 +1,7 @@
 #include "compiler/ptx/ptx_retarget.hpp"
 
 #include "compiler/errors.hpp"
+#include "compiler/text.hpp"
 
 #include <fmt/format.h>
 
@@ -17,16 +18,6 @@ struct DirectiveLine {
   std::string_view rest; // after ".version " / ".target "
 };
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
 // The first line whose first word is `directive`, looking no further than the first `.entry` or `.func`.
 std::optional<DirectiveLine> find_directive(std::string_view ptx, std::string_view directive) {
   std::size_t begin = 0;
@@ -35,14 +26,14 @@ std::optional<DirectiveLine> find_directive(std::string_view ptx, std::string_vi
     if (end == std::string_view::npos) {
       end = ptx.size();
     }
-    const std::string_view line = trim(ptx.substr(begin, end - begin));
+    const std::string_view line = trim_blanks(ptx.substr(begin, end - begin));
     if (line.starts_with(".entry") || line.find(" .entry ") != std::string_view::npos || line.starts_with(".func") ||
         line.find(" .func ") != std::string_view::npos) {
       return std::nullopt;
     }
     if (line.starts_with(directive) && line.size() > directive.size() &&
         (line[directive.size()] == ' ' || line[directive.size()] == '\t')) {
-      return DirectiveLine{begin, end, trim(line.substr(directive.size()))};
+      return DirectiveLine{begin, end, trim_blanks(line.substr(directive.size()))};
     }
     begin = end + 1;
   }

@@ -3,6 +3,7 @@
 // accepted version and never falls; the rest of the text is unchanged.
 #include "compiler/errors.hpp"
 #include "compiler/ptx/ptx_retarget.hpp"
+#include "schedule_fixtures.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -24,12 +25,6 @@ const char* const k_llvm_like = "//\n"
                                 "{\n"
                                 "\tret;\n"
                                 "}\n";
-
-Target target(const std::string& name) {
-  const std::optional<Target> t = find_target(name);
-  REQUIRE(t.has_value());
-  return *t;
-}
 
 } // namespace
 
@@ -54,7 +49,7 @@ TEST_CASE("ptx retarget: each target's lowest accepted version, never lower than
   };
   for (const auto& [name, header] : expected) {
     INFO(name);
-    const std::string out = retarget_ptx(base, target(name));
+    const std::string out = retarget_ptx(base, test::target_named(name));
     CHECK_THAT(out, Contains(header));
     // everything but the two lines is kept byte for byte
     std::string expected_text = base;
@@ -62,6 +57,7 @@ TEST_CASE("ptx retarget: each target's lowest accepted version, never lower than
     CHECK(out == expected_text);
   }
   // a newer input version is kept; further .target words too
-  const std::string newer = retarget_ptx(".version 9.0\n.target sm_90, debug\n.address_size 64\n", target("sm_120a"));
+  const std::string newer =
+      retarget_ptx(".version 9.0\n.target sm_90, debug\n.address_size 64\n", test::target_named("sm_120a"));
   CHECK(newer == ".version 9.0\n.target sm_120a, debug\n.address_size 64\n");
 }

@@ -5,6 +5,7 @@
 // empty cubin.
 #include "compiler/errors.hpp"
 #include "compiler/ptx/ptx_retarget.hpp"
+#include "compiler/schedule_fixtures.hpp"
 #include "runtime/nvjitlink_library.hpp"
 #include "runtime/nvrtc_compiler.hpp"
 #include "runtime/ptx_linker.hpp"
@@ -34,12 +35,6 @@ const char* const k_add_one = ".version 8.5\n"
                               "\tret;\n"
                               "}\n";
 
-Target target(const std::string& name) {
-  const std::optional<Target> t = find_target(name);
-  REQUIRE(t.has_value());
-  return *t;
-}
-
 bool is_elf(const std::vector<unsigned char>& bytes) {
   return bytes.size() > 1000 && bytes[0] == 0x7f && bytes[1] == 'E' && bytes[2] == 'L' && bytes[3] == 'F';
 }
@@ -51,7 +46,7 @@ TEST_CASE("ptx linker: LLVM-style PTX becomes a cubin for every target once reta
   CHECK_FALSE(library.version().empty());
   for (const char* name : {"sm_80", "sm_90", "sm_90a", "sm_100a", "sm_100f", "sm_103a", "sm_120a", "sm_120"}) {
     INFO(name);
-    const Target t = target(name);
+    const Target t = test::target_named(name);
     const runtime::LinkedCubin linked = runtime::link_ptx(retarget_ptx(k_add_one, t), t, "kda_add_one.ptx");
     CHECK(is_elf(linked.cubin));
     CHECK(linked.options.front() == "-arch=" + t.arch());
@@ -64,7 +59,7 @@ TEST_CASE("ptx linker: an un-retargeted header or bad PTX is refused with nvJitL
   try {
     std::string ptx = k_add_one;
     ptx.replace(ptx.find(".target sm_90"), 13, ".target sm_120a");
-    runtime::link_ptx(ptx, target("sm_120a"), "stale_header.ptx");
+    runtime::link_ptx(ptx, test::target_named("sm_120a"), "stale_header.ptx");
     FAIL("expected ToolchainError");
   } catch (const ToolchainError& e) {
     CHECK_THAT(e.what(), Contains("stale_header.ptx") && Contains("sm_120a"));
@@ -73,7 +68,7 @@ TEST_CASE("ptx linker: an un-retargeted header or bad PTX is refused with nvJitL
   }
   std::string broken = k_add_one;
   broken.replace(broken.find("add.f32"), 7, "add.q99");
-  CHECK_THROWS_AS(runtime::link_ptx(broken, target("sm_90a"), "broken.ptx"), ToolchainError);
+  CHECK_THROWS_AS(runtime::link_ptx(broken, test::target_named("sm_90a"), "broken.ptx"), ToolchainError);
 }
 
 TEST_CASE("ptx linker: NVRTC's PTX of an mma.sync kernel, retargeted, links for SM120 and Blackwell",
@@ -81,14 +76,14 @@ TEST_CASE("ptx linker: NVRTC's PTX of an mma.sync kernel, retargeted, links for 
   runtime::CompileRequest request;
   request.source = test::k_runtime_test_kernels;
   request.label = "kda_runtime_test.cu";
-  request.target = target("sm_90");
+  request.target = test::target_named("sm_90");
   request.entry_points = {"kda_test_mma", "kda_test_smem_reverse"};
   request.want_ptx = true;
   const runtime::CompiledModule module = runtime::NvrtcCompiler().compile(request);
   REQUIRE(module.ptx.has_value());
   for (const char* name : {"sm_120a", "sm_100a"}) {
     INFO(name);
-    const Target t = target(name);
+    const Target t = test::target_named(name);
     const runtime::LinkedCubin linked = runtime::link_ptx(retarget_ptx(*module.ptx, t), t, "kda_runtime_test.ptx");
     CHECK(is_elf(linked.cubin));
     CHECK_THAT(linked.info_log, Contains("kda_test_mma"));
