@@ -13,6 +13,8 @@ CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=None 
   -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only" -DKDAJIT_FUZZ=ON >/dev/null
 cmake --build "$build" -j "$(nproc)" --target kdajit_tests kdajit fuzz_schedule fuzz_cache_readers write_seeds
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"
+# leaks inside vendor libraries only (the file says which and why)
+export LSAN_OPTIONS="suppressions=$root/scripts/lsan-suppressions.txt"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 KDAJIT_CACHE_DIR="$build/test-kernel-cache" "$build/tests/kdajit_tests" "~[gpu]" --order lex
 echo "sanitized CPU tests: $(( $(date +%s) - start )) s"
