@@ -194,6 +194,17 @@ struct TileTensorMapPlan {
   std::vector<std::string> tensors; ///< "q", "k", "g", "v": ABI fields tma_q, ...
 };
 
+/// TMA stores of checkpoint rows (plans that compile checkpoints in, of a
+/// family whose fragments store the rows by TMA): the launcher encodes one map
+/// of the call's state_checkpoints per call (the address changes), viewing it
+/// as C·H matrices of [128 value rows][128 keys] bf16 with boxes of `box_cols`
+/// keys x `box_rows` value rows (the CTA's M tile) and the 128-byte swizzle
+/// (compiler/encodings/tensor_map.hpp). The ABI carries it as tma_checkpoints.
+struct CheckpointTensorMapPlan {
+  int box_cols = 0;
+  int box_rows = 0;
+};
+
 /// What a call may ask of the plan's kernels beyond the plain operator: the
 /// family's generator implements them (FamilyRecipe::features), the schedule
 /// offers them (its eligibility), and `lower()` keeps those both grant.
@@ -244,6 +255,7 @@ struct KernelPlan {
   NumericsPlan numerics;
   std::optional<UmmaPlan> umma; ///< tcgen05 designs (and their sm_90a proxy)
   std::optional<TileTensorMapPlan> tile_tensor_maps; ///< whole chunks loaded with TMA
+  std::optional<CheckpointTensorMapPlan> checkpoint_tensor_map; ///< checkpoint rows stored with TMA
   PlanFeatures features; ///< what calls of this plan may ask (see PlanFeatures)
 };
 

@@ -150,6 +150,24 @@ void set_tile_tensor_maps(const TileTensorMapPlan& maps, const std::vector<Tenso
   }
 }
 
+// The TMA tensor map of a plan that stores checkpoint rows with TMA
+// (KernelPlan::checkpoint_tensor_map): state_checkpoints [C, H, 128, 128] as
+// C·H matrices of 128 value rows, encoded per call. A call without
+// checkpoints: a zero map, never read (the kernel stores no rows).
+void set_checkpoint_tensor_map(const CheckpointTensorMapPlan& map, ArgSlot slot, const KernelPlan& plan,
+                               const PrefillArgs& args, ArgValues& values) {
+  const TensorRef& c = args.state_checkpoints;
+  if (!c.defined() || c.shape.empty() || c.shape[0] == 0) {
+    values.set(slot, TensorMapValue{});
+    return;
+  }
+  const auto d = static_cast<std::uint32_t>(plan.tiles.head_dim);
+  const TensorMapRequest r = swizzled_matrix_stack_tensor_map(
+      reinterpret_cast<std::uint64_t>(c.data), TmaDataType::bf16, static_cast<std::uint64_t>(c.shape[0] * c.shape[1]),
+      d, d, static_cast<std::uint32_t>(map.box_cols), static_cast<std::uint32_t>(map.box_rows));
+  values.set(slot, runtime::encode_tensor_map(r, "tma_checkpoints"));
+}
+
 const EntryPlan* entry_with_role(const KernelPlan& plan, KernelRole role) {
   for (const EntryPlan& e : plan.entries) {
     if (e.role == role) {
@@ -402,6 +420,9 @@ CallFields call_fields(const KernelPlan& plan) {
       f.tensor_maps.push_back({slot(name), ref, name});
     }
   }
+  if (plan.checkpoint_tensor_map) {
+    f.checkpoint_map = slot("tma_checkpoints");
+  }
   return f;
 }
 
@@ -421,6 +442,9 @@ void set_call_values(ArgValues& values, const CallFields& f, const KernelPlan& p
   values.set(f.checkpoints, args.state_checkpoints.data).set(f.checkpoint_starts, args.checkpoint_cu_starts.data);
   if (plan.tile_tensor_maps) {
     set_tile_tensor_maps(*plan.tile_tensor_maps, f.tensor_maps, plan, p, args, values);
+  }
+  if (plan.checkpoint_tensor_map) {
+    set_checkpoint_tensor_map(*plan.checkpoint_tensor_map, f.checkpoint_map, plan, args, values);
   }
 }
 

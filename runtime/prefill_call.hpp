@@ -83,6 +83,7 @@ struct CallFields {
   ArgSlot ready_flags, ready_epoch, chunk_begin, chunk_major; ///< the overlapped launch's
   ArgSlot state_indices, seq_order, checkpoints, checkpoint_starts;
   std::vector<TensorMapField> tensor_maps; ///< plans that load with TMA (KernelPlan::tile_tensor_maps)
+  ArgSlot checkpoint_map; ///< plans that store checkpoint rows with TMA (KernelPlan::checkpoint_tensor_map)
 };
 CallFields call_fields(const KernelPlan& plan);
 

@@ -182,4 +182,19 @@ TensorMapRequest swizzled_rows_tensor_map(std::uint64_t address, TmaDataType dty
   return r;
 }
 
+TensorMapRequest swizzled_matrix_stack_tensor_map(std::uint64_t address, TmaDataType dtype, std::uint64_t matrices,
+                                                  std::uint32_t rows, std::uint32_t cols, std::uint32_t box_cols,
+                                                  std::uint32_t box_rows) {
+  TensorMapRequest r;
+  r.dtype = dtype;
+  r.rank = 3;
+  r.global_address = address;
+  const std::uint64_t bytes = tma_element_bytes(dtype);
+  r.global_dim = {cols, rows, matrices, 0, 0};
+  r.global_strides = {cols * bytes, static_cast<std::uint64_t>(rows) * cols * bytes, 0, 0};
+  r.box_dim = {box_cols, box_rows, 1, 0, 0};
+  r.swizzle = TmaSwizzle::b128;
+  return r;
+}
+
 } // namespace kda

@@ -65,4 +65,13 @@ TensorMapRequest swizzled_rows_tensor_map(std::uint64_t address, TmaDataType dty
                                           std::uint64_t heads, std::uint32_t head_dim, std::uint32_t box_cols,
                                           std::uint32_t box_rows);
 
+/// A stack of `matrices` contiguous [rows][cols] matrices (the checkpoint
+/// rows: C·H states of [128][128] bf16), stored in boxes of `box_cols` columns
+/// x `box_rows` rows of one matrix with the 128-byte swizzle: rank 3 (cols,
+/// rows, matrices), box (box_cols, box_rows, 1) with box_cols x element bytes
+/// = 128, the SMEM image laid out as for swizzled_rows_tensor_map.
+TensorMapRequest swizzled_matrix_stack_tensor_map(std::uint64_t address, TmaDataType dtype, std::uint64_t matrices,
+                                                  std::uint32_t rows, std::uint32_t cols, std::uint32_t box_cols,
+                                                  std::uint32_t box_rows);
+
 } // namespace kda

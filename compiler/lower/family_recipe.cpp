@@ -87,7 +87,9 @@ std::vector<BufferNeed> prepare_c16_buffers(std::vector<BufferNeed> more) {
 
 // The wgmma recurrence (chunk 16 or 32): the record ring, V and the output
 // tiles, and the checkpoint tile with its two mbarriers (declared only_with
-// checkpoints); it waits for the prepare kernel, so it may be launched early.
+// checkpoints; the tile is the image of two 128-byte-swizzled TMA boxes of
+// the M tile's rows, 64 keys each); it waits for the prepare kernel, so it may
+// be launched early.
 // The record's size is the workspace record's (check_record_image).
 KernelRecipe wgmma_recurrence(std::int64_t c) {
   return {.role = KernelRole::recurrence,
@@ -100,7 +102,7 @@ KernelRecipe wgmma_recurrence(std::int64_t c) {
                       {"empty", DType::u64, {k_stages}},
                       {"out_full", DType::u64, {{2}}},
                       {"out_empty", DType::u64, {{2}}},
-                      {"checkpoint", DType::bf16, {{0, 1}, {128}}},
+                      {"checkpoint", DType::bf16, {{2}, {0, 1}, {64}}}, // two TMA boxes of 64 keys
                       {"checkpoint_full", DType::u64, {{1}}},
                       {"checkpoint_empty", DType::u64, {{1}}}},
           .roles = {"mma", "producer"},
@@ -215,7 +217,9 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           .wgmma_n = {16, 128},
           .inverse_block = 16,
           .mqk_diagonal = MqkDiagonal::operands,
-          // pools and checkpoints in common/state_rows, seq_order in recurrence_pair (common/sequences)
+          .checkpoint_tensor_map_cols = 64,
+          // pools in common/state_rows, checkpoints in wgmma/recurrence (TMA stores), seq_order in
+          // recurrence_pair (common/sequences)
           .features = {.state_pool = true, .seq_order = true, .checkpoints = true},
       },
       {
@@ -260,6 +264,7 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           .inverse_block = 16, // T11, T22 by forward substitution, merged 16 -> 32
           .prepare_overlap = true,
           .mqk_diagonal = MqkDiagonal::raw_rows, // Qda and Ki are bf16: the diagonal from the raw rows
+          .checkpoint_tensor_map_cols = 64,
           .features = {.state_pool = true, .seq_order = true, .checkpoints = true},
       },
       // The fused design of seed note 000 (one kernel): the load warp and five

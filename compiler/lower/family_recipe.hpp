@@ -89,6 +89,10 @@ struct FamilyRecipe {
   /// Columns per TMA box of whole chunks' q, k, g, v tiles (128 B of bf16,
   /// the 128-byte swizzle); 0: its fragments copy rows with cp.async.
   int tile_tensor_map_cols = 0;
+  /// Keys per TMA box of the checkpoint-row stores (128 B of bf16, the
+  /// 128-byte swizzle; the box's rows are the M tile); 0: its fragments store
+  /// the rows with plain stores.
+  int checkpoint_tensor_map_cols = 0;
   /// The caller features its fragments implement (a schedule may offer only these).
   PlanFeatures features;
 };

@@ -49,12 +49,20 @@ void plan_launch(const ValidatedSchedule& schedule, const FamilyRecipe& recipe, 
 /// starts with (their total over its threads, rounded up to 8); 0 otherwise.
 int entry_registers(const KernelDecl& kernel);
 
-/// `tensor_maps`: the plan loads with TMA and takes its tensor maps (v3).
-ArgAbi plan_arg_abi(const std::optional<TileTensorMapPlan>& tensor_maps = std::nullopt);
+/// `tensor_maps`: the plan loads with TMA and takes its tensor maps (v3);
+/// `checkpoint_map`: it stores checkpoint rows with TMA (tma_checkpoints).
+ArgAbi plan_arg_abi(const std::optional<TileTensorMapPlan>& tensor_maps = std::nullopt,
+                    const std::optional<CheckpointTensorMapPlan>& checkpoint_map = std::nullopt);
 
 /// The TMA tensor maps of a family that loads whole chunks with TMA (nothing
 /// for a family that copies rows with cp.async).
 std::optional<TileTensorMapPlan> plan_tile_tensor_maps(const ValidatedSchedule& schedule, const FamilyRecipe& recipe);
+
+/// The checkpoint rows' TMA tensor map: only when the plan compiles
+/// checkpoints in and the family stores them by TMA.
+std::optional<CheckpointTensorMapPlan> plan_checkpoint_tensor_map(const ValidatedSchedule& schedule,
+                                                                  const FamilyRecipe& recipe,
+                                                                  const PlanFeatures& features);
 
 /// The caller features the plan's kernels take: what the schedule's
 /// eligibility offers, which the family's generator must implement

@@ -75,7 +75,8 @@ const ArgField* ArgAbi::find(const std::string& name) const {
   return nullptr;
 }
 
-ArgAbi plan_arg_abi(const std::optional<TileTensorMapPlan>& tensor_maps) {
+ArgAbi plan_arg_abi(const std::optional<TileTensorMapPlan>& tensor_maps,
+                    const std::optional<CheckpointTensorMapPlan>& checkpoint_map) {
   ArgAbi abi;
   std::int64_t offset = 0;
   auto add = [&](const std::string& name, ArgType type, const std::string& c_type) {
@@ -96,6 +97,9 @@ ArgAbi plan_arg_abi(const std::optional<TileTensorMapPlan>& tensor_maps) {
     for (const std::string& tensor : tensor_maps->tensors) {
       add("tma_" + tensor, ArgType::tensor_map, "kda::TensorMapBytes");
     }
+  }
+  if (checkpoint_map) {
+    add("tma_checkpoints", ArgType::tensor_map, "kda::TensorMapBytes");
   }
   abi.size = (offset + abi.alignment - 1) / abi.alignment * abi.alignment;
   return abi;

@@ -1,10 +1,12 @@
 // kdajit fragment: common/async_copy
 // sm_90+ asynchronous copies and their barriers: mbarriers with transaction
 // counts, bulk copies global -> shared (cp.async.bulk, the TMA unit without
-// a tensor map), the proxy fence between SMEM writes and the async proxy, and
+// a tensor map), tensor stores shared -> global (cp.async.bulk.tensor with a
+// bulk group), the proxy fence between SMEM writes and the async proxy, and
 // shared-memory matrix descriptors whose constant fields come from the plan
 // (kda_plan::WS_*_DESC) and whose address is added here. PTX ISA 9.7.13.15
-// (mbarrier), 9.7.9.25 (cp.async.bulk), "membar / fence" (fence.proxy.async).
+// (mbarrier), 9.7.9.25 (cp.async.bulk, cp.async.bulk.tensor,
+// cp.async.bulk.commit_group / wait_group), "membar / fence" (fence.proxy.async).
 namespace kda {
 
 __device__ __forceinline__ void mbarrier_init(u64* bar, u32 arrivals) {
@@ -52,6 +54,23 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
                    smem_address(dst)),
                "l"(src), "r"(bytes), "r"(smem_address(bar))
                : "memory");
+}
+
+// One TMA box from `src` (its SMEM image, laid out as the map's swizzle says)
+// to coordinates (x, y, z) of a rank-3 tensor map, in this thread's current
+// bulk group (the map is a kernel parameter).
+__device__ __forceinline__ void tma_store_box_3d(const void* src, const TensorMapBytes& map, int x, int y, int z) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];" ::"l"(&map), "r"(x),
+               "r"(y), "r"(z), "r"(smem_address(src))
+               : "memory");
+}
+
+// Closes this thread's bulk group and waits until every bulk store it issued
+// has read its SMEM source (the source may then be overwritten; the global
+// writes complete on their own, before the grid does).
+__device__ __forceinline__ void bulk_stores_wait_read() {
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
 }
 
 // This thread's earlier SMEM writes (generic proxy) become visible to the

@@ -168,58 +168,57 @@ __device__ __forceinline__ void stage_warp_output(u8* tile, u64* out_full, const
   mbarrier_arrive(out_full);
 }
 
+// The checkpoint tile: two TMA boxes of the CTA's M_TILE value rows, keys
+// 0 .. 63 and 64 .. 127, each row 128 bytes with the 128-byte swizzle
+// (16-byte piece q of row r at piece q ^ (r mod 8)); box 0 first.
+constexpr int k_checkpoint_box_bytes = kda_plan::M_TILE * 128;
+
 // An MMA warp: the state before the chunk of checkpoint row k, its bf16 copy
 // as the projections' A fragments (value rows `row0` .. row0 + 15 of the
 // CTA's M_TILE, key columns 16 ks .. 16 ks + 15 in a[ks]), into its rows of
-// the checkpoint tile [M_TILE][CHECKPOINT_PITCH] with stmatrix.x4 (matrix j:
-// rows + 8 (j % 2), columns + 8 (j / 2); a pitch of 136 puts a matrix's 8
-// rows in distinct banks), once the checkpoint warp has stored row k - 1
-// from the tile; then one arrival per lane on `full`.
+// the swizzled checkpoint tile with stmatrix.x4 (matrix j: rows + 8 (j % 2),
+// columns + 8 (j / 2); the swizzle puts a matrix's 8 rows in distinct banks),
+// once the TMA stores of row k - 1 have read the tile; then each lane fences
+// its writes for the async proxy and arrives on `full`.
 __device__ __forceinline__ void stage_checkpoint(u8* tile, u64* full, u64* empty, int k, int row0,
                                                  const u32 (&a)[8][4]) {
-  namespace R = kda_plan::recurrence;
   const int lane = threadIdx.x & 31;
   const int j = lane >> 3;
-  const int i = lane & 7;
+  const int i = lane & 7; // = row mod 8: row0 is a multiple of 16
   if (k > 0) {
     mbarrier_wait(empty, static_cast<u32>((k - 1) & 1));
   }
-  u8* const at = tile + 2 * ((row0 + 8 * (j & 1) + i) * R::CHECKPOINT_PITCH + 8 * (j >> 1));
+  u8* const row = tile + (row0 + 8 * (j & 1) + i) * 128;
 #pragma unroll
   for (int ks = 0; ks < 8; ++ks) {
-    stmatrix_x4(at + 2 * 16 * ks, a[ks]);
+    const int piece = 2 * (ks & 3) + (j >> 1); // keys 16 ks + 8 (j / 2) in box ks / 4
+    stmatrix_x4(row + (ks >> 2) * k_checkpoint_box_bytes + 16 * (piece ^ i), a[ks]);
   }
+  fence_async_shared();
   mbarrier_arrive(full);
 }
 
-// Producer warp 3 (every lane): each checkpoint row of (sequence n, head h),
-// the CTA's value rows m0 .. m0 + M_TILE (contiguous in the row), from the
-// checkpoint tile once the MMA warps have staged it: lane l takes 16-byte
-// piece l % 16 of value rows l / 16 + 2 i, so that each store instruction
-// writes 512 contiguous bytes; then the tile goes back to the MMA warps.
-// (One 256-byte bulk copy per value row instead made the MMA warps wait for
-// the tile: H16 fixed 32768 took 2.71 ms against 1.54 with 8-byte stores
-// from the registers.)
-__device__ __forceinline__ void produce_checkpoints(const kda_plan::KdaParams& p, const u8* tile, u64* full,
-                                                    u64* empty, int n, int h, int m0, i64 chunks) {
-  namespace R = kda_plan::recurrence;
-  constexpr int D = kda_plan::HEAD_DIM;
-  constexpr int k_pieces = 2 * D / 16; // 16-byte pieces of a value row
-  const int lane = threadIdx.x & 31;
-  const int piece = lane % k_pieces;
+// Producer warp 3, lane 0: each checkpoint row of (sequence n, head h), the
+// CTA's value rows m0 .. m0 + M_TILE, from the checkpoint tile once the MMA
+// warps have staged it: two TMA tensor stores (matrix (checkpoint_starts[n]
+// + k) H + h of the map tma_checkpoints), then, once they have read the
+// tile, it goes back to the MMA warps. (Earlier versions: 16-byte loads and
+// stores by the whole warp, a warp's 64 per row, ≈ 0.33 µs per row on an H16
+// CTA's chain; one 256-byte bulk copy per value row made the MMA warps wait
+// for the tile: H16 fixed 32768 2.71 ms against 1.16.) A template so that
+// plans without checkpoints, whose ABI has no tma_checkpoints, never
+// instantiate it.
+template <class Params>
+__device__ __forceinline__ void produce_checkpoints(const Params& p, const u8* tile, u64* full, u64* empty, int n, int h,
+                                                    int m0, i64 chunks) {
   int k = 0;
   for (i64 c = 0; c < chunks; c += p.checkpoint_chunks, ++k) {
     mbarrier_wait(full, static_cast<u32>(k & 1));
-    u8* dst = reinterpret_cast<u8*>(checkpoint_row(p, n, h, k) + static_cast<i64>(m0 + lane / k_pieces) * D) +
-              16 * piece;
-    const u8* src = tile + 2 * (lane / k_pieces) * R::CHECKPOINT_PITCH + 16 * piece;
-#pragma unroll 4 // four pieces in flight: the warp has 40 registers
-    for (int r = lane / k_pieces; r < kda_plan::M_TILE; r += 32 / k_pieces) {
-      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
-      dst += 2 * (32 / k_pieces) * D;
-      src += 2 * (32 / k_pieces) * R::CHECKPOINT_PITCH;
-    }
-    mbarrier_arrive(empty); // this lane's loads of the tile have returned: its stores used them
+    const int matrix = static_cast<int>((p.checkpoint_starts[n] + k) * p.heads + h);
+    tma_store_box_3d(tile, p.tma_checkpoints, 0, m0, matrix);
+    tma_store_box_3d(tile + k_checkpoint_box_bytes, p.tma_checkpoints, 64, m0, matrix);
+    bulk_stores_wait_read();
+    mbarrier_arrive(empty);
   }
 }
 
@@ -293,11 +292,12 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
   static_assert(R::STAGE_BYTES % 16 == 0 && R::V_PITCH * 2 % 16 == 0 && R::OUT_PITCH * 2 % 16 == 0,
                 "bulk copy destinations and output rows 16-byte aligned");
   static_assert(!kda_plan::CHECKPOINTS ||
-                    (R::CHECKPOINT_PITCH >= D && R::CHECKPOINT_PITCH % 8 == 0 &&
-                     R::CHECKPOINT_BYTES >= kda_plan::M_TILE * R::CHECKPOINT_PITCH * 2 &&
-                     R::CHECKPOINT_FULL_BYTES >= 8 && R::CHECKPOINT_EMPTY_BYTES >= 8),
-                "checkpoints: a tile of M_TILE 16-byte aligned rows of 128 keys and its two mbarriers");
-  extern __shared__ __align__(128) u8 smem[];
+                    (R::CHECKPOINT_PITCH == 64 && R::CHECKPOINT_OFFSET % 1024 == 0 &&
+                     R::CHECKPOINT_BYTES >= 2 * k_checkpoint_box_bytes && R::CHECKPOINT_FULL_BYTES >= 8 &&
+                     R::CHECKPOINT_EMPTY_BYTES >= 8),
+                "checkpoints: a 1024-byte aligned tile of two TMA boxes [M_TILE][64] (128-byte rows, the "
+                "128-byte swizzle) and its two mbarriers");
+  extern __shared__ __align__(1024) u8 smem[]; // the checkpoint tile's swizzle needs 1024-byte aligned boxes
   const auto [n, h, m0, seq] = recurrence_work(p);
   const i64 chunks = chunks_of(seq.length);
   const int warp = threadIdx.x >> 5;
@@ -326,7 +326,7 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
     }
     if (kda_plan::CHECKPOINTS) {
       mbarrier_init(checkpoint_full, 32 * R::MMA_WARPS);
-      mbarrier_init(checkpoint_empty, 32);
+      mbarrier_init(checkpoint_empty, 1); // the storing lane, once its stores have read the tile
     }
     mbarrier_init_fence();
   }
@@ -340,8 +340,10 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
       produce_v(p, smem, full, empty, seq, h, m0, chunks);
     } else if (job == 2) {
       produce_outputs(p, out_tiles, out_full, out_empty, seq, h, m0, chunks);
-    } else if (job == 3 && kda_plan::CHECKPOINTS) {
-      produce_checkpoints(p, checkpoint_tile, checkpoint_full, checkpoint_empty, n, h, m0, chunks);
+    } else if (job == 3 && lane == 0) {
+      if constexpr (kda_plan::CHECKPOINTS != 0) {
+        produce_checkpoints(p, checkpoint_tile, checkpoint_full, checkpoint_empty, n, h, m0, chunks);
+      }
     }
     return;
   }

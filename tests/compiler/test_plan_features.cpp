@@ -10,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 using namespace kda;
 using Catch::Contains;
 
@@ -121,13 +123,38 @@ TEST_CASE("plan features: the wgmma checkpoint tile takes SMEM only in plans wit
   CHECK_FALSE(symbol(a, "checkpoint").present);
   CHECK(symbol(a, "checkpoint").bytes == 0);
   CHECK(symbol(b, "checkpoint").present);
-  CHECK(symbol(b, "checkpoint").bytes == 128 * 136 * 2);
-  CHECK(b.smem_bytes - a.smem_bytes >= 128 * 136 * 2 + 16);
+  CHECK(symbol(b, "checkpoint").bytes == 2 * 128 * 64 * 2); // two TMA boxes [128][64]
+  CHECK(symbol(b, "checkpoint").offset % 1024 == 0);       // the 128-byte swizzle's atom
+  CHECK(b.smem_bytes - a.smem_bytes >= 2 * 128 * 64 * 2 + 16);
   CHECK(b.launch.dynamic_smem == b.smem_bytes); // not exclusive_sm: the layout is what it requests
   const std::string text_a = emit_cuda(plain).text;
   const std::string text_b = emit_cuda(checkpointed).text;
   CHECK_THAT(text_a, Contains("constexpr int CHECKPOINT_BYTES = 0;"));
-  CHECK_THAT(text_b, Contains("constexpr int CHECKPOINT_BYTES = 34816;"));
-  CHECK_THAT(text_b, Contains("checkpoint[17408];"));
+  CHECK_THAT(text_b, Contains("constexpr int CHECKPOINT_BYTES = 32768;"));
+  CHECK_THAT(text_b, Contains("checkpoint[16384];"));
   CHECK_FALSE(text_a.find("checkpoint[") != std::string::npos); // no place in the plain plan's layout
+}
+
+TEST_CASE("plan features: wgmma plans with checkpoints store the rows through a TMA tensor map of M-tile boxes",
+          "[compiler][lower][contract]") {
+  const auto field = [](const KernelPlan& p, const std::string& name) {
+    return std::any_of(p.abi.fields.begin(), p.abi.fields.end(), [&](const ArgField& f) { return f.name == name; });
+  };
+  for (const auto& [name, m_tile] : {std::pair<std::string, int>{"sm90_wgmma_c16", 128}, {"sm90_wgmma_c32", 128},
+                                     {"sm90_wgmma_c16_m64", 64}}) {
+    INFO(name);
+    const ValidatedSchedule v = validate(test::shipped_schedule(name), test::target_named("sm_90a"));
+    const KernelPlan plain = lower(v, ShapeKey{});
+    const KernelPlan checkpointed = lower(v, with_checkpoints(LayoutKind::packed));
+    CHECK_FALSE(plain.checkpoint_tensor_map);
+    CHECK_FALSE(field(plain, "tma_checkpoints")); // the plain plan's ABI is as before
+    REQUIRE(checkpointed.checkpoint_tensor_map);
+    CHECK(checkpointed.checkpoint_tensor_map->box_cols == 64); // 128 B of bf16: the 128-byte swizzle span
+    CHECK(checkpointed.checkpoint_tensor_map->box_rows == m_tile);
+    CHECK(field(checkpointed, "tma_checkpoints"));
+    CHECK(checkpointed.abi.alignment == 64); // the map is 64-byte aligned in the parameter struct
+  }
+  // A family that stores the rows with plain stores takes no map.
+  const ValidatedSchedule portable = validate(test::shipped_schedule("portable_c16"), test::target_named("sm_90"));
+  CHECK_FALSE(lower(portable, with_checkpoints(LayoutKind::fixed)).checkpoint_tensor_map);
 }

@@ -131,3 +131,27 @@ TEST_CASE("tensor map: the fused kernels' swizzled 64-column boxes are valid", "
   TensorMapRequest wide = swizzled_rows_tensor_map(0x7f0000001000ull, TmaDataType::bf16, 100, 4, 128, 128, 32);
   CHECK_FALSE(tensor_map_problems(wide).empty());
 }
+
+TEST_CASE("tensor map: the checkpoint rows' stack of matrices in M-tile boxes is valid", "[compiler][tensor_map]") {
+  // state_checkpoints [C, H, 128, 128] bf16: C·H matrices of 128 value rows
+  for (std::uint32_t m_tile : {64u, 128u}) {
+    const std::uint64_t matrices = 1000 * 96;
+    const TensorMapRequest r =
+        swizzled_matrix_stack_tensor_map(0x7f0000001000ull, TmaDataType::bf16, matrices, 128, 128, 64, m_tile);
+    INFO(m_tile);
+    CHECK(tensor_map_problems(r).empty());
+    CHECK(r.rank == 3);
+    CHECK(r.swizzle == TmaSwizzle::b128);
+    CHECK(r.global_dim[0] == 128);
+    CHECK(r.global_dim[1] == 128);
+    CHECK(r.global_dim[2] == matrices);
+    CHECK(r.global_strides[0] == 256);       // one value row of 128 keys
+    CHECK(r.global_strides[1] == 128 * 256); // one matrix
+    CHECK(r.box_dim[0] * 2 == 128);          // the inner box spans exactly the 128-byte swizzle
+    CHECK(r.box_dim[1] == m_tile);
+    CHECK(r.box_dim[2] == 1);
+  }
+  // an address the driver would refuse is caught on the host
+  const TensorMapRequest odd = swizzled_matrix_stack_tensor_map(0x7f0000001008ull, TmaDataType::bf16, 4, 128, 128, 64, 128);
+  CHECK_THAT(tensor_map_problems(odd).front(), Contains("globalAddress"));
+}

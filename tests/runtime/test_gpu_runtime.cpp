@@ -198,6 +198,11 @@ TEST_CASE("gpu: cuTensorMapEncodeTiled accepts the checked maps and refuses the 
   }
   CHECK(any);
   CHECK(kda::runtime::driver_encode_result(ok) == CUDA_SUCCESS);
+  for (std::uint32_t m_tile : {64u, 128u}) { // the checkpoint rows' map (6 matrices of [128][128] fit in v)
+    const kda::TensorMapRequest stack = kda::swizzled_matrix_stack_tensor_map(
+        reinterpret_cast<std::uint64_t>(v.data()), kda::TmaDataType::bf16, 6, 128, 128, 64, m_tile);
+    CHECK(kda::runtime::driver_encode_result(stack) == CUDA_SUCCESS);
+  }
   for (int broken = 0; broken < 4; ++broken) {
     kda::TensorMapRequest r = ok;
     switch (broken) {
