@@ -5,7 +5,10 @@ recurrent kernel emitted as NVVM IR, lowered to PTX in process) depends on.
 
 For each path, N fresh processes each: create the CUDA context (not timed),
 then time
-  driver:    cuModuleLoadDataEx(PTX)          (the driver's PTX JIT)
+  driver-nocache: cuModuleLoadDataEx(PTX) with CUDA_CACHE_DISABLE=1
+                  (the driver's PTX JIT, compiled in every process)
+  driver:    cuModuleLoadDataEx(PTX)          (the driver's PTX JIT; after
+             the first process its compute cache answers)
   nvjitlink: dlopen libnvJitLink + create/add/complete/get cubin, then
              cuModuleLoadData(cubin)          (both parts printed)
 The PTX is token_prefill.sm_90.ptx, compiled by nvcc from token_prefill.cu
@@ -59,7 +62,7 @@ def child(mode):
     ptx = open(PTX, "rb").read() + b"\0"
     cuda = context()
     result = {"mode": mode}
-    if mode == "driver":
+    if mode in ("driver", "driver-nocache"):
         t = time.perf_counter()
         load(cuda, ptx)
         result["load_ms"] = (time.perf_counter() - t) * 1e3
@@ -91,10 +94,13 @@ def main():
         return
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     print(f"PTX {os.path.getsize(PTX)} bytes; nvJitLink: {nvjitlink_library()}")
-    for mode in ("driver", "nvjitlink"):
+    for mode in ("driver-nocache", "driver", "nvjitlink"):
         rows = []
+        env = dict(os.environ)
+        if mode == "driver-nocache":
+            env["CUDA_CACHE_DISABLE"] = "1"  # every process JIT-compiles: the cold cost without the driver's cache
         for _ in range(runs):
-            out = subprocess.run([sys.executable, __file__, "--child", mode], capture_output=True, text=True)
+            out = subprocess.run([sys.executable, __file__, "--child", mode], capture_output=True, text=True, env=env)
             if out.returncode != 0:
                 print(f"{mode}: failed: {out.stderr.strip()[-400:]}")
                 break
