@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <array>
+
 namespace kda {
 namespace {
 
@@ -159,19 +161,30 @@ void require_valid_tensor_map(const TensorMapRequest& request, const std::string
   }
 }
 
-TensorMapRequest token_rows_tensor_map(std::uint64_t address, TmaDataType dtype, std::uint64_t tokens,
-                                       std::uint64_t heads, std::uint32_t head_dim, std::uint32_t box_rows,
-                                       TmaSwizzle swizzle) {
+namespace {
+
+// A rank-3 map of a dense tensor [d2][d1][d0] (d0 innermost, no padding).
+TensorMapRequest dense_rank3_tensor_map(std::uint64_t address, TmaDataType dtype,
+                                        const std::array<std::uint64_t, 3>& dims,
+                                        const std::array<std::uint32_t, 3>& box, TmaSwizzle swizzle) {
   TensorMapRequest r;
   r.dtype = dtype;
   r.rank = 3;
   r.global_address = address;
   const std::uint64_t bytes = tma_element_bytes(dtype);
-  r.global_dim = {head_dim, heads, tokens, 0, 0};
-  r.global_strides = {head_dim * bytes, heads * head_dim * bytes, 0, 0};
-  r.box_dim = {head_dim, 1, box_rows, 0, 0};
+  r.global_dim = {dims[0], dims[1], dims[2], 0, 0};
+  r.global_strides = {dims[0] * bytes, dims[1] * dims[0] * bytes, 0, 0};
+  r.box_dim = {box[0], box[1], box[2], 0, 0};
   r.swizzle = swizzle;
   return r;
+}
+
+} // namespace
+
+TensorMapRequest token_rows_tensor_map(std::uint64_t address, TmaDataType dtype, std::uint64_t tokens,
+                                       std::uint64_t heads, std::uint32_t head_dim, std::uint32_t box_rows,
+                                       TmaSwizzle swizzle) {
+  return dense_rank3_tensor_map(address, dtype, {head_dim, heads, tokens}, {head_dim, 1, box_rows}, swizzle);
 }
 
 TensorMapRequest swizzled_rows_tensor_map(std::uint64_t address, TmaDataType dtype, std::uint64_t tokens,
@@ -185,16 +198,7 @@ TensorMapRequest swizzled_rows_tensor_map(std::uint64_t address, TmaDataType dty
 TensorMapRequest swizzled_matrix_stack_tensor_map(std::uint64_t address, TmaDataType dtype, std::uint64_t matrices,
                                                   std::uint32_t rows, std::uint32_t cols, std::uint32_t box_cols,
                                                   std::uint32_t box_rows) {
-  TensorMapRequest r;
-  r.dtype = dtype;
-  r.rank = 3;
-  r.global_address = address;
-  const std::uint64_t bytes = tma_element_bytes(dtype);
-  r.global_dim = {cols, rows, matrices, 0, 0};
-  r.global_strides = {cols * bytes, static_cast<std::uint64_t>(rows) * cols * bytes, 0, 0};
-  r.box_dim = {box_cols, box_rows, 1, 0, 0};
-  r.swizzle = TmaSwizzle::b128;
-  return r;
+  return dense_rank3_tensor_map(address, dtype, {cols, rows, matrices}, {box_cols, box_rows, 1}, TmaSwizzle::b128);
 }
 
 } // namespace kda

@@ -2,6 +2,7 @@
 
 #include "device_array.hpp"
 #include "device_inputs.hpp"
+#include "device_values.hpp"
 #include "reference/sequences.hpp"
 #include "reference/token_reference.hpp"
 #include "kdajit/kda.hpp"
@@ -22,32 +23,6 @@ using reference::StateDtype;
 
 constexpr std::int64_t k_state = 128 * 128;
 constexpr std::uint8_t k_pad_byte = 0xab; // pool padding: must keep its bytes
-
-struct Accumulator {
-  double err2 = 0.0;
-  double ref2 = 0.0;
-  std::int64_t bad = 0; // NaN or Inf
-  void add(double x, double ref) {
-    if (!std::isfinite(x)) {
-      ++bad;
-      return;
-    }
-    err2 += (x - ref) * (x - ref);
-    ref2 += ref * ref;
-  }
-  double rel() const { return ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2); }
-};
-
-double element(const std::vector<std::uint8_t>& bytes, std::size_t index, bool fp32) {
-  if (fp32) {
-    float f;
-    std::memcpy(&f, bytes.data() + 4 * index, 4);
-    return f;
-  }
-  Bf16 b;
-  std::memcpy(&b.bits, bytes.data() + 2 * index, 2);
-  return bf16_to_float(b);
-}
 
 void mix(std::uint64_t& hash, const void* data, std::size_t bytes) {
   const auto* p = static_cast<const std::uint8_t*>(data);
@@ -174,7 +149,7 @@ ContractReport run_contract_case(const ContractCase& c) {
     const std::int64_t slot = slot_of[n];
     slot_used[static_cast<std::size_t>(slot)] = c.initial_state && r.length > 0;
     for (std::int64_t h = 0; h < heads; ++h) {
-      Accumulator acc;
+      RelativeRms acc;
       for (std::int64_t t = 0; t < r.length; ++t) {
         const bool elementwise = r.length <= 256 || t >= r.length - 16;
         for (std::int64_t d = 0; d < 128; ++d) {
@@ -186,20 +161,20 @@ ContractReport run_contract_case(const ContractCase& c) {
           }
         }
       }
-      bad += acc.bad;
+      bad += acc.non_finite;
       if (r.length > 0) {
         report.worst_output_rel_rms = std::max(report.worst_output_rel_rms, acc.rel());
       }
       if (!c.initial_state || r.length == 0) {
         continue; // nothing written (a zero-length sequence's slot is checked below)
       }
-      Accumulator sacc;
+      RelativeRms sacc;
       const std::size_t base = static_cast<std::size_t>(slot * pitch + h * k_state);
       for (std::int64_t e = 0; e < k_state; ++e) {
         sacc.add(element(state_after, base + static_cast<std::size_t>(e), c.fp32_state),
                  ref.final_state[static_cast<std::size_t>((static_cast<std::int64_t>(n) * heads + h) * k_state + e)]);
       }
-      bad += sacc.bad;
+      bad += sacc.non_finite;
       report.worst_state_rel_rms = std::max(report.worst_state_rel_rms, sacc.rel());
     }
   }
@@ -217,12 +192,12 @@ ContractReport run_contract_case(const ContractCase& c) {
   // Checkpoint rows: each within the final-state tolerance; spare rows poisoned.
   for (std::int64_t row = 0; row < rows; ++row) {
     for (std::int64_t h = 0; h < heads; ++h) {
-      Accumulator cacc;
+      RelativeRms cacc;
       const std::size_t base = static_cast<std::size_t>((row * heads + h) * k_state);
       for (std::int64_t e = 0; e < k_state; ++e) {
         cacc.add(bf16_to_float(rows_host[base + static_cast<std::size_t>(e)]), ref.checkpoints[base + static_cast<std::size_t>(e)]);
       }
-      bad += cacc.bad;
+      bad += cacc.non_finite;
       report.worst_checkpoint_rel_rms = std::max(report.worst_checkpoint_rel_rms, cacc.rel());
     }
   }

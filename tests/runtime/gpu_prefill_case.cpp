@@ -2,6 +2,7 @@
 
 #include "device_array.hpp"
 #include "device_inputs.hpp"
+#include "device_values.hpp"
 #include "reference/sequences.hpp"
 #include "reference/token_reference.hpp"
 #include "kdajit/kda.hpp"
@@ -36,16 +37,6 @@ std::vector<double> state_values(const std::vector<std::uint8_t>& bytes, bool fp
   }
   return out;
 }
-
-struct Accumulator {
-  double err2 = 0.0;
-  double ref2 = 0.0;
-  void add(double x, double ref) {
-    err2 += (x - ref) * (x - ref);
-    ref2 += ref * ref;
-  }
-  double rel() const { return ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2); }
-};
 
 } // namespace
 
@@ -130,12 +121,12 @@ GpuCaseReport run_gpu_case(const GpuCase& c, const std::optional<std::string>& s
   mix(state_bytes_host.data(), state_bytes_host.size());
   report.output_hash = hash;
 
-  Accumulator whole_out;
-  Accumulator whole_state;
+  RelativeRms whole_out;
+  RelativeRms whole_state;
   for (std::size_t n = 0; n < ranges.size(); ++n) {
     const reference::SequenceRange& r = ranges[n];
     for (std::int64_t h = 0; h < heads; ++h) {
-      Accumulator acc;
+      RelativeRms acc;
       for (std::int64_t t = 0; t < r.length; ++t) {
         const bool elementwise = r.length <= 256 || t >= r.length - 16;
         for (std::int64_t d = 0; d < 128; ++d) {
@@ -159,7 +150,7 @@ GpuCaseReport run_gpu_case(const GpuCase& c, const std::optional<std::string>& s
       if (!state_written) {
         continue;
       }
-      Accumulator sacc;
+      RelativeRms sacc;
       for (std::int64_t e = 0; e < 128 * 128; ++e) {
         const std::size_t at = static_cast<std::size_t>((static_cast<std::int64_t>(n) * heads + h) * 128 * 128 + e);
         const double x = gpu_state[at];

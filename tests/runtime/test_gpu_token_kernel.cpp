@@ -9,6 +9,7 @@
 #include "compiler/schedule_fixtures.hpp"
 #include "device_array.hpp"
 #include "device_inputs.hpp"
+#include "device_values.hpp"
 #include "reference/sequences.hpp"
 #include "reference/token_reference.hpp"
 #include "runtime/context.hpp"
@@ -21,6 +22,7 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -42,19 +44,6 @@ struct Worst {
   double output = 0.0;
   double state = 0.0;
 };
-
-double element(const std::vector<std::uint8_t>& bytes, std::size_t i, bool fp32) {
-  if (fp32) {
-    float f;
-    std::memcpy(&f, bytes.data() + 4 * i, 4);
-    return f;
-  }
-  Bf16 b;
-  std::memcpy(&b.bits, bytes.data() + 2 * i, 2);
-  return bf16_to_float(b);
-}
-
-double rel_rms(double err2, double ref2) { return ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2); }
 
 runtime::LoadedModule load_token_kernel(const ir::TokenKernelConfig& config) {
   const Target target = test::target_named("sm_90a");
@@ -124,41 +113,34 @@ Worst run_token_case(const TokenCase& c, std::uint64_t seed) {
   std::vector<std::uint8_t> state_out(state_bytes);
   state.download(state_out.data(), state_bytes);
   Worst worst;
-  std::int64_t nans = 0;
+  std::int64_t non_finite = 0;
   for (std::int64_t n = 0; n < n_seq; ++n) {
     for (std::int64_t h = 0; h < heads; ++h) {
-      double e2 = 0, r2 = 0;
+      test::RelativeRms output;
       for (std::int64_t t = ranges[n].token_begin; t < ranges[n].token_begin + ranges[n].length; ++t) {
         for (int i = 0; i < 128; ++i) {
           const std::size_t at = static_cast<std::size_t>((t * heads + h) * 128 + i);
-          const double x = element(out_bytes, at, fp32_out);
-          nans += std::isnan(x) ? 1 : 0;
-          e2 += (x - ref.output[at]) * (x - ref.output[at]);
-          r2 += ref.output[at] * ref.output[at];
+          output.add(test::element(out_bytes, at, fp32_out), ref.output[at]);
         }
       }
-      worst.output = std::max(worst.output, rel_rms(e2, r2));
+      worst.output = std::max(worst.output, output.rel());
+      non_finite += output.non_finite;
       if (c.with_state) {
-        double se2 = 0, sr2 = 0;
+        test::RelativeRms final_state;
         for (std::size_t i = 0; i < 128 * 128; ++i) {
           const std::size_t at = static_cast<std::size_t>((n * heads + h) * 128 * 128) + i;
-          const double x = element(state_out, at, fp32_state);
-          se2 += (x - ref.final_state[at]) * (x - ref.final_state[at]);
-          sr2 += ref.final_state[at] * ref.final_state[at];
+          final_state.add(test::element(state_out, at, fp32_state), ref.final_state[at]);
         }
-        worst.state = std::max(worst.state, rel_rms(se2, sr2));
+        worst.state = std::max(worst.state, final_state.rel());
+        non_finite += final_state.non_finite;
       }
     }
   }
-  if (!c.with_state) {
-    CHECK(state_out == std::vector<std::uint8_t>(
-                           reinterpret_cast<const std::uint8_t*>(fp32_state ? static_cast<const void*>(initial.fp32.data())
-                                                                            : initial.bf16.data()),
-                           reinterpret_cast<const std::uint8_t*>(fp32_state ? static_cast<const void*>(initial.fp32.data())
-                                                                            : initial.bf16.data()) +
-                               state_bytes)); // no state given: nothing written there
+  if (!c.with_state) { // no state given: the state memory is never written
+    const void* initial_bytes = fp32_state ? static_cast<const void*>(initial.fp32.data()) : initial.bf16.data();
+    CHECK(std::memcmp(state_out.data(), initial_bytes, state_bytes) == 0);
   }
-  CHECK(nans == 0);
+  CHECK(non_finite == 0); // poisoned outputs: an unwritten element is a NaN
   CHECK(worst.output <= c.tolerance);
   CHECK(worst.state <= c.tolerance);
   return worst;
