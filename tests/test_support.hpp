@@ -1,8 +1,9 @@
 /// \file
-/// Helpers shared by the test files: repository paths and running the CLI
-/// in-process.
+/// Helpers shared by the test files: repository paths, running the CLI
+/// in-process, and recognising a cubin.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -22,5 +23,10 @@ struct CliRun {
 
 /// Runs `kdajit ARGS...` in-process.
 CliRun run_kdajit(const std::vector<std::string>& args);
+
+/// An ELF image (a cubin) of more than `min_bytes` bytes.
+inline bool is_elf(const std::vector<unsigned char>& bytes, std::size_t min_bytes = 4) {
+  return bytes.size() > min_bytes && bytes[0] == 0x7f && bytes[1] == 'E' && bytes[2] == 'L' && bytes[3] == 'F';
+}
 
 } // namespace kda::test

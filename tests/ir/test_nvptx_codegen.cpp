@@ -8,6 +8,8 @@
 #include "compiler/schedule_fixtures.hpp"
 #include "runtime/ptx_linker.hpp"
 
+#include "test_support.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <llvm/IR/IRBuilder.h>
@@ -44,9 +46,6 @@ std::unique_ptr<llvm::Module> add_one_module(llvm::LLVMContext& context) {
   return module;
 }
 
-bool is_elf(const std::vector<unsigned char>& bytes) {
-  return bytes.size() > 1000 && bytes[0] == 0x7f && bytes[1] == 'E' && bytes[2] == 'L' && bytes[3] == 'F';
-}
 
 } // namespace
 
@@ -82,7 +81,7 @@ TEST_CASE("nvptx codegen: an IRBuilder kernel becomes PTX for every target and a
     CHECK(header.version >= t.lowest_ptx_version);
     CHECK_THAT(ptx, Contains(".entry kda_add_one") && Contains("add.rn.f32") && Contains("%tid.x"));
     const runtime::LinkedCubin linked = runtime::link_ptx(ptx, t, "kda_add_one.ll.ptx");
-    CHECK(is_elf(linked.cubin));
+    CHECK(test::is_elf(linked.cubin, 1000));
     CHECK_THAT(linked.info_log, Contains("kda_add_one"));
   }
 }

@@ -19,21 +19,9 @@ using reference::OwnedState;
 using reference::StateDtype;
 
 std::vector<double> state_values(const std::vector<std::uint8_t>& bytes, bool fp32) {
-  std::vector<double> out;
-  if (fp32) {
-    out.resize(bytes.size() / 4);
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      float f;
-      std::memcpy(&f, bytes.data() + 4 * i, 4);
-      out[i] = f;
-    }
-  } else {
-    out.resize(bytes.size() / 2);
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      Bf16 b;
-      std::memcpy(&b.bits, bytes.data() + 2 * i, 2);
-      out[i] = bf16_to_float(b);
-    }
+  std::vector<double> out(bytes.size() / (fp32 ? 4 : 2));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i] = element(bytes, i, fp32);
   }
   return out;
 }

@@ -35,9 +35,6 @@ CompileRequest test_kernels_request(const Target& target) {
   return request;
 }
 
-bool is_elf(const std::vector<std::uint8_t>& bytes) {
-  return bytes.size() > 4 && bytes[0] == 0x7f && bytes[1] == 'E' && bytes[2] == 'L' && bytes[3] == 'F';
-}
 
 } // namespace
 
@@ -53,7 +50,7 @@ TEST_CASE("nvrtc compiler: mma.sync kernel compiles to a cubin for every target"
   for (const Target& target : all_targets()) {
     INFO("target " << target.name);
     const CompiledModule module = compiler.compile(test_kernels_request(target));
-    CHECK(is_elf(module.cubin));
+    CHECK(test::is_elf(module.cubin));
     CHECK_FALSE(module.ptx.has_value());
     CHECK(module.target_name == target.name);
     CHECK(module.options == runtime::default_compile_options(target));

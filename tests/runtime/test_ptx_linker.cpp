@@ -11,6 +11,8 @@
 #include "runtime/ptx_linker.hpp"
 #include "runtime_kernels.hpp"
 
+#include "test_support.hpp"
+
 #include <catch2/catch.hpp>
 
 using namespace kda;
@@ -35,9 +37,6 @@ const char* const k_add_one = ".version 8.5\n"
                               "\tret;\n"
                               "}\n";
 
-bool is_elf(const std::vector<unsigned char>& bytes) {
-  return bytes.size() > 1000 && bytes[0] == 0x7f && bytes[1] == 'E' && bytes[2] == 'L' && bytes[3] == 'F';
-}
 
 } // namespace
 
@@ -48,7 +47,7 @@ TEST_CASE("ptx linker: LLVM-style PTX becomes a cubin for every target once reta
     INFO(name);
     const Target t = test::target_named(name);
     const runtime::LinkedCubin linked = runtime::link_ptx(retarget_ptx(k_add_one, t), t, "kda_add_one.ptx");
-    CHECK(is_elf(linked.cubin));
+    CHECK(test::is_elf(linked.cubin, 1000));
     CHECK(linked.options.front() == "-arch=" + t.arch());
     CHECK_THAT(linked.info_log, Contains("kda_add_one") && Contains("registers"));
   }
@@ -85,7 +84,7 @@ TEST_CASE("ptx linker: NVRTC's PTX of an mma.sync kernel, retargeted, links for 
     INFO(name);
     const Target t = test::target_named(name);
     const runtime::LinkedCubin linked = runtime::link_ptx(retarget_ptx(*module.ptx, t), t, "kda_runtime_test.ptx");
-    CHECK(is_elf(linked.cubin));
+    CHECK(test::is_elf(linked.cubin, 1000));
     CHECK_THAT(linked.info_log, Contains("kda_test_mma"));
   }
 }
