@@ -205,6 +205,29 @@ struct CheckpointTensorMapPlan {
   int box_rows = 0;
 };
 
+/// The LLVM tier's token-recurrent kernel (family `token`, backend llvm):
+/// what compiler/ir/token_kernel writes as IR. Its one entry takes the plan's
+/// ArgAbi struct by value like every CUDA entry; its dynamic SMEM is the
+/// schedule's two-slot ring of the token's rows (offsets of slot 0, slots
+/// `stage_bytes` apart).
+struct TokenKernelPlan {
+  std::string entry_name;
+  int threads = 128;      ///< thread v: value row v (= the head dimension)
+  int stages = 2;         ///< ring slots (a token's rows are read after one barrier)
+  std::int64_t stage_bytes = 0;
+  std::int64_t q_offset = 0;     ///< fp32 [128] raw q of the token
+  std::int64_t k_offset = 0;     ///< fp32 [128] raw k
+  std::int64_t alpha_offset = 0; ///< fp32 [128] per-key decay
+  std::int64_t norm_sums_offset = 0; ///< fp32 [warps][2] partial sums of q^2 and k^2
+  std::int64_t dynamic_smem = 0;
+  LayoutKind layout = LayoutKind::fixed;
+  StatePrecision state = StatePrecision::bf16; ///< the state tensor in memory
+  bool checkpoints = false; ///< compiled in (ShapeKey::checkpoints)
+  /// Outputs stored as fp32 instead of bf16: the GPU oracle of long tests
+  /// (never a routed kernel; set by the tests on a plan they own).
+  bool fp32_output = false;
+};
+
 /// What a call may ask of the plan's kernels beyond the plain operator: the
 /// family's generator implements them (FamilyRecipe::features), the schedule
 /// offers them (its eligibility), and `lower()` keeps those both grant.
@@ -241,6 +264,7 @@ struct KernelPlan {
   Target target;
   ShapeKey shape;
   Family family = Family::warp_mma;
+  Backend backend = Backend::cuda; ///< llvm: `token` holds the kernel, there is no CUDA source
   ExponentAnchor exponent_anchor = ExponentAnchor::none;
   double safe_lower_bound_magnitude = 0.0;
   double lower_bound_min = 0.0; ///< eligibility range [min, max)
@@ -257,6 +281,7 @@ struct KernelPlan {
   std::optional<TileTensorMapPlan> tile_tensor_maps; ///< whole chunks loaded with TMA
   std::optional<CheckpointTensorMapPlan> checkpoint_tensor_map; ///< checkpoint rows stored with TMA
   PlanFeatures features; ///< what calls of this plan may ask (see PlanFeatures)
+  std::optional<TokenKernelPlan> token; ///< the llvm backend's kernel
 };
 
 } // namespace kda

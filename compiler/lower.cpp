@@ -14,6 +14,7 @@ KernelPlan lower(const ValidatedSchedule& v, const ShapeKey& shape) {
   plan.target = v.target();
   plan.shape = shape;
   plan.family = s.family;
+  plan.backend = recipe.backend;
   plan.exponent_anchor = s.exponent_anchor;
   plan.safe_lower_bound_magnitude = v.safe_lower_bound_magnitude();
   plan.lower_bound_min = s.eligibility.lower_bound.min;
@@ -41,6 +42,7 @@ KernelPlan lower(const ValidatedSchedule& v, const ShapeKey& shape) {
   check_mqk_diagonal(s, recipe);
   plan.numerics = plan_numerics(s, recipe.inverse_block);
   plan.fragments = plan_fragments(recipe, plan.umma, plan.entries);
+  plan.token = plan_token_kernel(recipe, plan);
   return plan;
 }
 

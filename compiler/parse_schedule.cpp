@@ -242,6 +242,7 @@ Schedule parse_schedule(const json& document, const std::string& source) {
   s.name = r.string("name", true).value_or("");
   s.description = r.string("description", false).value_or("");
   s.family = r.word<Family>("family", true, parse_family, family_words()).value_or(Family::warp_mma);
+  s.backend = r.word<Backend>("backend", false, parse_backend, backend_words()).value_or(Backend::cuda);
   s.targets = read_string_list(r, "targets", true, sink);
   s.chunk_size = narrow_int(r.small_integer("chunk_size", true), 16);
   s.exponent_anchor = r.word<ExponentAnchor>("exponent_anchor", false, parse_exponent_anchor, exponent_anchor_words())

@@ -169,6 +169,9 @@ struct Schedule {
   std::string name;
   std::string description;
   Family family = Family::warp_mma;
+  /// What writes its kernels (`backend`, default cuda): the token family's
+  /// are LLVM IR (compiler/ir/), every other family's CUDA from templates/.
+  Backend backend = Backend::cuda;
   std::vector<std::string> targets;
   int chunk_size = 16;
   ExponentAnchor exponent_anchor = ExponentAnchor::none;

@@ -53,6 +53,11 @@ void check_schedule_fields(const Schedule& s, std::vector<Diagnostic>& sink) {
   if (s.chunk_size != 16 && s.chunk_size != 32 && s.chunk_size != 64) {
     sink.push_back({"/chunk_size", fmt::format("chunk_size {} is not one of 16, 32, 64", s.chunk_size)});
   }
+  const Backend family_backend = s.family == Family::token ? Backend::llvm : Backend::cuda;
+  if (s.backend != family_backend) {
+    sink.push_back({"/backend", fmt::format("family '{}' is written by the '{}' backend, not '{}'", to_string(s.family),
+                                            to_string(family_backend), to_string(s.backend))});
+  }
   if (s.m_tile != 64 && s.m_tile != 128) {
     sink.push_back({"/m_tile", fmt::format("m_tile {} is not 64 or 128 (value rows per CTA)", s.m_tile)});
   }

@@ -43,9 +43,10 @@ std::string words_of(const WordTable<Enum, N>& table) {
   return out;
 }
 
-constexpr WordTable<Family, 3> k_family_words{{{Family::warp_mma, "warp_mma"},
+constexpr WordTable<Family, 4> k_family_words{{{Family::warp_mma, "warp_mma"},
                                                {Family::wgmma, "wgmma"},
-                                               {Family::tcgen05, "tcgen05"}}};
+                                               {Family::tcgen05, "tcgen05"},
+                                               {Family::token, "token"}}};
 constexpr WordTable<ExponentAnchor, 2> k_exponent_anchor_words{
     {{ExponentAnchor::none, "none"}, {ExponentAnchor::lower_bound, "lower_bound"}}};
 constexpr WordTable<StatePrecision, 2> k_state_precision_words{
@@ -73,6 +74,7 @@ constexpr WordTable<KernelRole, 4> k_kernel_role_words{{{KernelRole::fused, "fus
                                                         {KernelRole::sequence_table, "sequence_table"}}};
 constexpr WordTable<MqkDiagonal, 2> k_mqk_diagonal_words{
     {{MqkDiagonal::operands, "operands"}, {MqkDiagonal::raw_rows, "raw_rows"}}};
+constexpr WordTable<Backend, 2> k_backend_words{{{Backend::cuda, "cuda"}, {Backend::llvm, "llvm"}}};
 
 } // namespace
 
@@ -108,6 +110,7 @@ KDA_DEFINE_ENUM_WORDS(DType, dtype)
 KDA_DEFINE_ENUM_WORDS(LayoutKind, layout_kind)
 KDA_DEFINE_ENUM_WORDS(KernelRole, kernel_role)
 KDA_DEFINE_ENUM_WORDS(MqkDiagonal, mqk_diagonal)
+KDA_DEFINE_ENUM_WORDS(Backend, backend)
 
 #undef KDA_DEFINE_ENUM_WORDS
 

@@ -25,6 +25,10 @@ enum class LayoutKind { fixed, packed };
 /// schedule.
 enum class KernelRole { fused, prepare, recurrence, sequence_table };
 enum class MqkDiagonal { operands, raw_rows };
+/// What writes a schedule's kernels: CUDA C++ from templates/ compiled by
+/// NVRTC, or LLVM IR written by compiler/ir/ and lowered by LLVM's NVPTX
+/// backend (the `token` family).
+enum class Backend { cuda, llvm };
 
 /// Bytes of one element.
 std::int64_t dtype_size(DType dtype);
@@ -47,6 +51,7 @@ KDA_DECLARE_ENUM_WORDS(DType, dtype)
 KDA_DECLARE_ENUM_WORDS(LayoutKind, layout_kind)
 KDA_DECLARE_ENUM_WORDS(KernelRole, kernel_role)
 KDA_DECLARE_ENUM_WORDS(MqkDiagonal, mqk_diagonal)
+KDA_DECLARE_ENUM_WORDS(Backend, backend)
 
 #undef KDA_DECLARE_ENUM_WORDS
 

@@ -136,7 +136,7 @@ std::set<std::string> cubin_function_names(const std::vector<std::uint8_t>& b) {
   return names;
 }
 
-std::map<std::string, CubinResources> cubin_resources(const std::vector<std::uint8_t>& b) {
+std::map<std::string, CubinResources> cubin_resources(const std::vector<std::uint8_t>& b, SmemReserve reserve_rule) {
   std::map<std::string, CubinResources> out;
   const std::vector<Section> sections = sections_of(b);
   const std::vector<std::string> symbols = symbol_names(b, sections);
@@ -171,9 +171,10 @@ std::map<std::string, CubinResources> cubin_resources(const std::vector<std::uin
   }
   // static SMEM: the kernel's .nv.shared section, less the system reserve
   // where the cubin counts it in
-  const bool counts_reserve = std::any_of(sections.begin(), sections.end(), [](const Section& s) {
-    return s.name.starts_with(".nv.shared.reserved.");
-  });
+  const bool counts_reserve =
+      reserve_rule == SmemReserve::counted || std::any_of(sections.begin(), sections.end(), [](const Section& s) {
+        return s.name.starts_with(".nv.shared.reserved.");
+      });
   std::map<std::string, std::uint64_t> shared_sizes;
   for (const Section& s : sections) {
     if (s.name.starts_with(".nv.shared.")) {

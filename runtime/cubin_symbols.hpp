@@ -36,8 +36,15 @@ struct CubinResources {
 /// sections counts into every kernel's `.nv.shared.<kernel>` section.
 inline constexpr int k_reserved_smem_per_block = 1024;
 
+/// Whether a cubin's `.nv.shared.<kernel>` sections count the system reserve.
+enum class SmemReserve {
+  as_sections_say, ///< when it has `.nv.shared.reserved.*` sections (NVRTC's and ptxas's cubins)
+  counted,         ///< always: nvJitLink's linked cubins for sm_90 and later, which drop those sections
+};
+
 /// Kernel name -> its resources, for every kernel with a register count in
 /// the cubin's `.nv.info`; empty when it is not a readable ELF64 file.
-std::map<std::string, CubinResources> cubin_resources(const std::vector<std::uint8_t>& cubin);
+std::map<std::string, CubinResources> cubin_resources(const std::vector<std::uint8_t>& cubin,
+                                                      SmemReserve reserve = SmemReserve::as_sections_say);
 
 } // namespace kda::runtime

@@ -11,6 +11,8 @@
 #include "runtime/generator_identity.hpp"
 #include "runtime/nvrtc_compiler.hpp"
 #include "runtime/nvrtc_library.hpp"
+#include "runtime/tier0_build.hpp"
+#include "runtime/tier0_codegen.hpp"
 
 #include <fmt/format.h>
 
@@ -68,6 +70,47 @@ cache::BuiltEntry build_kernel(const KernelPlan& plan, const CudaSource& source,
     built.manifest.entry_points.push_back(ep);
   }
   return built;
+}
+
+// A tier-0 kernel: the cache stores its IR as the entry's source (`kdajit
+// repro` rebuilds from it), nvJitLink's log, and the build's three steps.
+cache::BuiltEntry build_tier0_kernel(const KernelPlan& plan, const std::string& ir_text) {
+  const runtime::Tier0Build b = runtime::build_tier0(plan);
+  cache::BuiltEntry built;
+  built.cubin = b.cubin;
+  built.source = ir_text;
+  built.log = b.log;
+  built.manifest.compile_ms = b.ir_ms + b.ptx_ms + b.cubin_ms;
+  built.manifest.producer = cache::Producer::jit;
+  built.manifest.launch = launch_json(plan);
+  built.manifest.launch["tier0_ms"] = {{"ir", b.ir_ms}, {"ptx", b.ptx_ms}, {"cubin", b.cubin_ms}};
+  cache::EntryPoint ep;
+  ep.name = plan.token->entry_name;
+  ep.resources = resources_json(b.resources);
+  built.manifest.entry_points.push_back(ep);
+  return built;
+}
+
+// What a plan's kernel is made from and by: the emitted code (its SHA-256 is
+// a key field), the compile options and the compiler's identity.
+struct KernelSource {
+  std::string text;
+  std::vector<std::string> options;
+  CudaSource cuda; ///< the CUDA backend's
+};
+
+KernelSource kernel_source(const KernelPlan& plan) {
+  KernelSource out;
+  if (plan.backend == Backend::llvm) {
+    out.text = runtime::tier0_ir(plan).text;
+    // the key names the backend and the LLVM release that wrote the PTX
+    out.options = {"backend=llvm", "llvm=" + runtime::tier0_llvm_version()};
+    return out;
+  }
+  out.options = runtime::default_compile_options(plan.target);
+  out.cuda = emit_cuda(plan);
+  out.text = out.cuda.text;
+  return out;
 }
 
 } // namespace
@@ -238,6 +281,14 @@ NvrtcIdentity KernelRegistry::nvrtc_identity() {
   return {version, m_nvrtc_build};
 }
 
+NvrtcIdentity KernelRegistry::compiler_identity(Backend backend) {
+  if (backend == Backend::cuda) {
+    return nvrtc_identity();
+  }
+  const runtime::Tier0LinkerIdentity linker = runtime::tier0_linker_identity();
+  return {linker.version, "nvJitLink " + linker.build};
+}
+
 cache::CurrentIdentity KernelRegistry::current_identity() {
   cache::CurrentIdentity id;
   id.layout_version = std::string(k_cache_layout_version);
@@ -264,9 +315,9 @@ std::shared_ptr<const PreparedKernel> KernelRegistry::prepare(const Schedule& sc
     }
   }
   KernelPlan plan = lower(validate(schedule, target), shape);
-  const std::vector<std::string> options = runtime::default_compile_options(target);
-  // the key covers the emitted source itself (a few ms on a first call)
-  const CudaSource source = emit_cuda(plan);
+  // the key covers the emitted source (or tier-0 IR) itself (a few ms on a first call)
+  const KernelSource source = kernel_source(plan);
+  const std::vector<std::string>& options = source.options;
   const std::string source_sha256 = emitted_source_sha256(source.text);
   cache::CacheEntryPtr entry =
       from_bundles(kernel_key_fields(schedule, target, shape, {}, options, plan.abi.version, source_sha256));
@@ -276,9 +327,11 @@ std::shared_ptr<const PreparedKernel> KernelRegistry::prepare(const Schedule& sc
     std::lock_guard lock(m_mutex);
     return m_prepared.emplace(PreparedSlot{schedule.name, &schedule, target.name, shape}, prepared).first->second;
   }
-  // the disk cache and NVRTC: keyed by this process's NVRTC (ToolchainError without one)
+  // the disk cache and NVRTC: keyed by this process's NVRTC (ToolchainError
+  // without one); tier-0 kernels by its nvJitLink
   const cache::CacheKey key = cache::make_cache_key(
-      kernel_key_fields(schedule, target, shape, nvrtc_identity(), options, plan.abi.version, source_sha256));
+      kernel_key_fields(schedule, target, shape, compiler_identity(plan.backend), options, plan.abi.version,
+                        source_sha256));
   bool jit = true;
   {
     std::lock_guard lock(m_mutex);
@@ -300,7 +353,8 @@ std::shared_ptr<const PreparedKernel> KernelRegistry::prepare(const Schedule& sc
     bool built = false;
     entry = m_cache->get_or_build(key, [&] {
       built = true;
-      return build_kernel(plan, source, options);
+      return plan.backend == Backend::llvm ? build_tier0_kernel(plan, source.text)
+                                           : build_kernel(plan, source.cuda, options);
     });
     if (built) {
       collect_once();
@@ -327,6 +381,7 @@ const runtime::LoadedModule& KernelRegistry::module_for(const PreparedKernel& ke
   for (const EntryPlan& e : kernel.plan.entries) {
     names.push_back(e.entry_name);
   }
+  // (a tier-0 cubin's version is nvJitLink's, judged the same way)
   auto module = std::make_unique<runtime::LoadedModule>(runtime::LoadedModule::load(kernel.entry->cubin, names));
   for (const EntryPlan& e : kernel.plan.entries) {
     if (e.launch.dynamic_smem > 48 * 1024) {

@@ -69,6 +69,9 @@ public:
 
   cache::DiskCache& disk_cache() { return *m_cache; }
 
+  /// What keys name as the compiler of a backend's kernels: NVRTC, or the
+  /// nvJitLink that assembles tier-0 PTX (loads it).
+  NvrtcIdentity compiler_identity(Backend backend);
   /// NVRTC version string used in keys ("13.0"); loads NVRTC.
   const std::string& nvrtc_version();
   /// The NVRTC version and library build used in keys; loads NVRTC.

@@ -235,6 +235,15 @@ RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescript
     if (request.family && s.family != *request.family) {
       continue;
     }
+    if (s.family == Family::token && !request.family && !request.schedule) {
+      // the LLVM tier's baseline answers only when asked (family token, the
+      // schedule by name, or the tiered JIT's first calls): it never wins a
+      // route by being eligible
+      explanation += fmt::format("{}: not routed by itself (the LLVM tier's baseline: family 'token' or "
+                                 "PrefillOptions::tiered)\n",
+                                 s.name);
+      continue;
+    }
     const TargetChoice choice =
         request.target ? explicit_target(s, *request.target, device) : choose_target(s, device);
     std::string why;

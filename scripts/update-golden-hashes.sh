@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rewrites tests/golden/source_hashes.json from the current generator: the
 # sha256 of `kdajit emit` for every shipped schedule with a code generator and
-# every target it lists (default shape key). Run after a deliberate change to
+# every target it lists (default shape key; the LLVM IR for llvm-backend ones). Run after a deliberate change to
 # templates/, the emitter or a schedule, and say why in the commit.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,10 +16,13 @@ for f in sorted(glob.glob(os.path.join(root, "schedules/*.json"))):
     s = json.load(open(f))
     hashes = {}
     for t in s["targets"]:
-        r = subprocess.run([kdajit, "emit", "--schedule", s["name"], "--target", t], capture_output=True)
+        llvm = s.get("backend") == "llvm"  # its IR (emit --json's "ir"), not IR and PTX
+        r = subprocess.run([kdajit, "emit", "--schedule", s["name"], "--target", t] + (["--json"] if llvm else []),
+                           capture_output=True)
         if r.returncode != 0:
             break  # no code generator for this design yet
-        hashes[t] = hashlib.sha256(r.stdout).hexdigest()
+        text = json.loads(r.stdout)["ir"].encode() if llvm else r.stdout
+        hashes[t] = hashlib.sha256(text).hexdigest()
     if hashes:
         sources[s["name"]] = hashes
 doc["sources"] = sources

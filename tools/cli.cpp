@@ -22,10 +22,13 @@ usage:
   kdajit schedule explain FILE... [--target T] [--json]
       Print the resolved SMEM layout of each kernel (offsets, sizes, lifetimes,
       aliases, totals against the target's limit) and the TMEM columns.
-  kdajit emit --schedule S --target T [--state bf16|fp32] [--layout fixed|packed] [--checkpoints] [--plan] [--json]
+  kdajit emit --schedule S --target T [--state bf16|fp32] [--layout fixed|packed] [--checkpoints] [--plan]
+              [--backend cuda|llvm] [--json]
       Print the CUDA source generated for a schedule (a shipped name or a
       file), target and shape key (--checkpoints: with native checkpoints
-      compiled in); with --plan, the entry points and launch geometry instead.
+      compiled in), or for an llvm-backend schedule (token_llvm, the LLVM
+      tier) its LLVM IR and the PTX LLVM writes for T; with --plan, the entry
+      points and launch geometry instead. --backend must be the schedule's.
   kdajit aot build --plan PLAN.json --out DIR [--jobs N] [--json]
       Compile a plan (schedules x targets x shape keys; aot/all-shipped.json is
       every shipped schedule for all its targets) in parallel and write

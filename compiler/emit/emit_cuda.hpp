@@ -12,6 +12,8 @@
 
 namespace kda {
 
+/// The CUDA source of a plan of the cuda backend (InternalError for an llvm
+/// plan: compiler/ir/ writes those).
 CudaSource emit_cuda(const KernelPlan& plan);
 
 /// The `namespace kda_plan { ... }` block.

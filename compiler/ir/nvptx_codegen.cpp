@@ -26,11 +26,6 @@ namespace {
 
 constexpr const char* k_triple = "nvptx64-nvidia-cuda";
 
-// The processors of LLVM 19's NVPTX backend that kdajit's targets map to.
-bool known_to_llvm(const std::string& arch) {
-  return arch == "sm_80" || arch == "sm_86" || arch == "sm_89" || arch == "sm_90" || arch == "sm_90a";
-}
-
 const llvm::Target& nvptx_target() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -59,13 +54,6 @@ std::unique_ptr<llvm::TargetMachine> target_machine(const NvptxProcessor& p) {
 }
 
 } // namespace
-
-NvptxProcessor nvptx_processor(const Target& target) {
-  if (known_to_llvm(target.arch())) {
-    return {.cpu = target.arch(), .ptx = target.lowest_ptx_version, .retarget = false};
-  }
-  return {.cpu = "sm_90", .ptx = PtxVersion{7, 8}, .retarget = true};
-}
 
 void verify_module(const llvm::Module& module) {
   std::string messages;

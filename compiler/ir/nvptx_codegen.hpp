@@ -8,6 +8,7 @@
 /// instructions. A cubin is then made by nvJitLink (runtime/ptx_linker.hpp).
 #pragma once
 
+#include "compiler/ir/nvptx_processor.hpp"
 #include "compiler/target.hpp"
 
 #include <string>
@@ -17,18 +18,6 @@ class Module;
 }
 
 namespace kda::ir {
-
-/// What LLVM compiles for when kdajit asks for `target`.
-struct NvptxProcessor {
-  std::string cpu;         ///< an LLVM NVPTX processor: "sm_80", "sm_90", "sm_90a"
-  PtxVersion ptx;          ///< the PTX ISA LLVM writes (its "+ptxXY" feature)
-  bool retarget = false;   ///< the header is rewritten for target.arch() afterwards
-};
-
-/// The processor for `target`: its own architecture where LLVM 19 knows it
-/// (sm_80, sm_90, sm_90a and the proxies, which build for sm_90a), at the
-/// target's lowest PTX ISA version; sm_90 at PTX 7.8, retargeted, otherwise.
-NvptxProcessor nvptx_processor(const Target& target);
 
 /// Throws InternalError with llvm::verifyModule's messages when the module is
 /// malformed (a tier-0 module is built by kdajit's emitter, never by a user).

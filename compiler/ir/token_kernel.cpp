@@ -1,5 +1,9 @@
 #include "compiler/ir/token_kernel.hpp"
 
+#include "compiler/errors.hpp"
+
+#include <fmt/format.h>
+
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/GlobalVariable.h>
@@ -16,42 +20,46 @@
 namespace kda::ir {
 namespace {
 
-constexpr int D = 128;       // head dim = value rows = threads
+constexpr int D = 128; // head dim = value rows = threads
 constexpr int k_warps = D / 32;
 constexpr unsigned k_global = 1;
 constexpr unsigned k_shared = 3;
-constexpr double k_log2e = 1.4426950408889634;
 constexpr float k_norm_eps = 1e-6F;
-
-enum Param : unsigned {
-  p_q, p_k, p_v, p_g, p_beta, p_a_log, p_dt_bias, p_out, p_state, p_cu_seqlens,
-  p_seq_len, p_beta_stride, p_heads, p_offsets_i64, p_scale, p_lower_bound, k_params
-};
 
 using Values = std::vector<llvm::Value*>;
 
 // The IR of one kernel: typed helpers over an IRBuilder positioned in it.
 class TokenKernelWriter {
 public:
-  TokenKernelWriter(llvm::LLVMContext& context, const TokenKernelConfig& config)
-      : m_context(context), m_config(config), m_module(std::make_unique<llvm::Module>(k_token_kernel_entry, context)),
-        m_b(context) {}
+  TokenKernelWriter(llvm::LLVMContext& context, const KernelPlan& plan)
+      : m_context(context), m_plan(plan), m_token(*plan.token),
+        m_module(std::make_unique<llvm::Module>(plan.token->entry_name, context)), m_b(context) {}
 
   std::unique_ptr<llvm::Module> write();
 
 private:
   llvm::Type* f32() { return m_b.getFloatTy(); }
   llvm::Type* i64() { return m_b.getInt64Ty(); }
+  llvm::Type* i32() { return m_b.getInt32Ty(); }
+  llvm::PointerType* global_ptr() { return llvm::PointerType::get(m_context, k_global); }
   llvm::Value* f(float x) { return llvm::ConstantFP::get(f32(), x); }
-  llvm::Value* arg(Param p) { return m_kernel->getArg(p); }
+  llvm::Value* c64(std::int64_t x) { return m_b.getInt64(static_cast<std::uint64_t>(x)); }
 
   void declare_kernel();
   void declare_shared();
+  /// A scalar field of the argument struct (ld.param), by its ABI name.
+  llvm::Value* field(const char* name, llvm::Type* type);
+  /// A pointer field as a global-space pointer.
+  llvm::Value* pointer_field(const char* name);
+  llvm::Value* i64_field(const char* name) { return m_b.CreateSExtOrTrunc(field(name, i64()), i64()); }
+  llvm::Value* i32_field_as_i64(const char* name) { return m_b.CreateSExt(field(name, i32()), i64()); }
+
   llvm::Value* sreg(llvm::Intrinsic::ID id) { return m_b.CreateZExt(m_b.CreateIntrinsic(id, {}, {}), i64()); }
-  llvm::Value* exp(llvm::Value* x) {
-    return m_b.CreateIntrinsic(llvm::Intrinsic::nvvm_ex2_approx_ftz_f, {}, {m_b.CreateFMul(x, f(k_log2e))});
+  llvm::Value* exp2(llvm::Value* x) { return m_b.CreateIntrinsic(llvm::Intrinsic::nvvm_ex2_approx_ftz_f, {}, {x}); }
+  llvm::Value* sigmoid(llvm::Value* x) {
+    constexpr float k_log2e = 1.4426950408889634F;
+    return m_b.CreateFDiv(f(1.0F), m_b.CreateFAdd(f(1.0F), exp2(m_b.CreateFMul(x, f(-k_log2e)))));
   }
-  llvm::Value* sigmoid(llvm::Value* x) { return m_b.CreateFDiv(f(1.0F), m_b.CreateFAdd(f(1.0F), exp(m_b.CreateFNeg(x)))); }
   llvm::Value* fma(llvm::Value* a, llvm::Value* b, llvm::Value* c) {
     return m_b.CreateIntrinsic(llvm::Intrinsic::fma, {f32()}, {a, b, c});
   }
@@ -61,72 +69,92 @@ private:
   llvm::Value* load_f32(llvm::Value* base, llvm::Value* index) {
     return m_b.CreateLoad(f32(), m_b.CreateInBoundsGEP(f32(), base, index));
   }
-  llvm::Value* shared_at(llvm::GlobalVariable* array, llvm::Value* index) {
-    return m_b.CreateInBoundsGEP(array->getValueType(), array, {m_b.getInt64(0), index});
+  /// fp32 element `index` of the ring buffer at `offset` in slot `slot_bytes`.
+  llvm::Value* smem_f32(std::int64_t offset, llvm::Value* slot_bytes, llvm::Value* index) {
+    llvm::Value* byte = m_b.CreateAdd(m_b.CreateAdd(slot_bytes, c64(offset)), m_b.CreateMul(index, c64(4)));
+    return m_b.CreateInBoundsGEP(m_b.getInt8Ty(), m_smem, byte);
   }
-  llvm::Value* null_test(Param p) { return m_b.CreateIsNull(arg(p)); }
+  /// if (condition) { body } at the current point; the builder ends after it.
+  template <class Body>
+  void if_then(llvm::Value* condition, const char* name, Body body);
 
   struct Span {
     llvm::Value* begin;
     llvm::Value* length;
   };
+  llvm::Value* sequence_of_cta();
   Span sequence_span(llvm::Value* n);
   Values load_state(llvm::Value* row_base);
   void store_state(const Values& s, llvm::Value* row_base);
+  void store_checkpoint(const Values& s, llvm::Value* row);
   Values token_step(const Values& s, llvm::Value* t, llvm::Value* begin, const std::array<llvm::Value*, 4>& per_cta);
 
   llvm::LLVMContext& m_context;
-  TokenKernelConfig m_config;
+  const KernelPlan& m_plan;
+  const TokenKernelPlan& m_token;
   std::unique_ptr<llvm::Module> m_module;
   llvm::IRBuilder<> m_b;
   llvm::Function* m_kernel = nullptr;
-  llvm::GlobalVariable* m_q = nullptr;     // [2][128] raw q of the token (fp32)
-  llvm::GlobalVariable* m_k = nullptr;     // [2][128] raw k
-  llvm::GlobalVariable* m_alpha = nullptr; // [2][128] per-key decay
-  llvm::GlobalVariable* m_sums = nullptr;  // [2][warps][2] partial sums of q^2, k^2
+  llvm::Value* m_args = nullptr;           // the by-value ArgAbi struct
+  llvm::GlobalVariable* m_smem = nullptr;  // the dynamic SMEM (the plan's ring)
   llvm::Value* m_thread = nullptr;         // v: value row, and the key column it loads
   llvm::Value* m_head = nullptr;
   llvm::Value* m_heads = nullptr;
+  std::array<llvm::Value*, 6> m_rows{};    // q, k, v, g, beta, out as global pointers
+  llvm::Value* m_beta_stride = nullptr;
 };
 
 void TokenKernelWriter::declare_kernel() {
-  llvm::PointerType* global = llvm::PointerType::get(m_context, k_global);
-  std::vector<llvm::Type*> params(p_seq_len, global);
-  params.insert(params.end(), {i64(), i64(), m_b.getInt32Ty(), m_b.getInt32Ty(), f32(), f32()});
-  m_kernel = llvm::Function::Create(llvm::FunctionType::get(m_b.getVoidTy(), params, false),
-                                    llvm::Function::ExternalLinkage, k_token_kernel_entry, m_module.get());
-  const char* names[k_params] = {"q",        "k",          "v",       "g",         "beta",        "a_log",
-                                 "dt_bias",  "out",        "state",   "cu_seqlens", "seq_len",     "beta_token_stride",
-                                 "heads",    "offsets_i64", "scale",  "lower_bound"};
-  for (unsigned i = 0; i < k_params; ++i) {
-    m_kernel->getArg(i)->setName(names[i]);
-  }
-  for (unsigned i : {p_q, p_k, p_v, p_g, p_beta, p_a_log, p_dt_bias, p_cu_seqlens}) {
-    m_kernel->addParamAttr(i, llvm::Attribute::NoAlias);
-    m_kernel->addParamAttr(i, llvm::Attribute::ReadOnly);
-  }
+  const ArgAbi& abi = m_plan.abi;
+  llvm::ArrayType* args = llvm::ArrayType::get(m_b.getInt8Ty(), static_cast<std::uint64_t>(abi.size));
+  m_kernel = llvm::Function::Create(llvm::FunctionType::get(m_b.getVoidTy(), {llvm::PointerType::get(m_context, 0)}, false),
+                                    llvm::Function::ExternalLinkage, m_token.entry_name, m_module.get());
+  m_args = m_kernel->getArg(0);
+  m_args->setName("p");
+  m_kernel->addParamAttr(0, llvm::Attribute::getWithByValType(m_context, args));
+  m_kernel->addParamAttr(0, llvm::Attribute::getWithAlignment(m_context, llvm::Align(abi.alignment)));
+  m_kernel->addParamAttr(0, llvm::Attribute::NoAlias);
+  m_kernel->addParamAttr(0, llvm::Attribute::ReadOnly);
   llvm::Metadata* kernel[] = {llvm::ValueAsMetadata::get(m_kernel), llvm::MDString::get(m_context, "kernel"),
                               llvm::ValueAsMetadata::get(m_b.getInt32(1))};
   llvm::Metadata* threads[] = {llvm::ValueAsMetadata::get(m_kernel), llvm::MDString::get(m_context, "maxntidx"),
-                               llvm::ValueAsMetadata::get(m_b.getInt32(k_token_kernel_threads))};
+                               llvm::ValueAsMetadata::get(m_b.getInt32(static_cast<std::uint32_t>(m_token.threads)))};
   llvm::NamedMDNode* annotations = m_module->getOrInsertNamedMetadata("nvvm.annotations");
   annotations->addOperand(llvm::MDNode::get(m_context, kernel));
   annotations->addOperand(llvm::MDNode::get(m_context, threads));
 }
 
+// `extern __shared__` bytes: the plan's ring, sized at launch.
 void TokenKernelWriter::declare_shared() {
-  auto array = [&](const char* name, int elements) {
-    llvm::ArrayType* type = llvm::ArrayType::get(f32(), elements);
-    auto* g = new llvm::GlobalVariable(*m_module, type, false, llvm::GlobalValue::InternalLinkage,
-                                       llvm::UndefValue::get(type), name, nullptr,
-                                       llvm::GlobalValue::NotThreadLocal, k_shared);
-    g->setAlignment(llvm::Align(16));
-    return g;
-  };
-  m_q = array("kda_token_q", 2 * D);
-  m_k = array("kda_token_k", 2 * D);
-  m_alpha = array("kda_token_alpha", 2 * D);
-  m_sums = array("kda_token_sums", 2 * k_warps * 2);
+  llvm::ArrayType* bytes = llvm::ArrayType::get(m_b.getInt8Ty(), 0);
+  m_smem = new llvm::GlobalVariable(*m_module, bytes, false, llvm::GlobalValue::ExternalLinkage, nullptr,
+                                    "kda_token_ring", nullptr, llvm::GlobalValue::NotThreadLocal, k_shared);
+  m_smem->setAlignment(llvm::Align(16));
+}
+
+llvm::Value* TokenKernelWriter::field(const char* name, llvm::Type* type) {
+  const ArgField* f = m_plan.abi.find(name);
+  if (f == nullptr) {
+    throw InternalError(fmt::format("the argument ABI (v{}) of {} has no field '{}'", m_plan.abi.version,
+                                    m_plan.schedule_name, name));
+  }
+  llvm::Value* at = m_b.CreateInBoundsGEP(m_b.getInt8Ty(), m_args, c64(f->offset));
+  return m_b.CreateAlignedLoad(type, at, llvm::Align(static_cast<std::uint64_t>(f->size)), name);
+}
+
+llvm::Value* TokenKernelWriter::pointer_field(const char* name) {
+  return m_b.CreateAddrSpaceCast(field(name, llvm::PointerType::get(m_context, 0)), global_ptr(), name);
+}
+
+template <class Body>
+void TokenKernelWriter::if_then(llvm::Value* condition, const char* name, Body body) {
+  llvm::BasicBlock* then = llvm::BasicBlock::Create(m_context, name, m_kernel);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(m_context, fmt::format("{}_done", name), m_kernel);
+  m_b.CreateCondBr(condition, then, done);
+  m_b.SetInsertPoint(then);
+  body();
+  m_b.CreateBr(done);
+  m_b.SetInsertPoint(done);
 }
 
 // Butterfly sum over the warp: every lane ends with the same bits (each step
@@ -142,12 +170,12 @@ llvm::Value* TokenKernelWriter::warp_sum(llvm::Value* x) {
 
 llvm::Value* TokenKernelWriter::load_bf16(llvm::Value* base, llvm::Value* index) {
   llvm::Value* bits = m_b.CreateLoad(m_b.getInt16Ty(), m_b.CreateInBoundsGEP(m_b.getInt16Ty(), base, index));
-  return m_b.CreateBitCast(m_b.CreateShl(m_b.CreateZExt(bits, m_b.getInt32Ty()), 16), f32());
+  return m_b.CreateBitCast(m_b.CreateShl(m_b.CreateZExt(bits, i32()), 16), f32());
 }
 
 // Round to nearest even; NaN stays a quiet NaN.
 void TokenKernelWriter::store_bf16(llvm::Value* value, llvm::Value* base, llvm::Value* index) {
-  llvm::Value* bits = m_b.CreateBitCast(value, m_b.getInt32Ty());
+  llvm::Value* bits = m_b.CreateBitCast(value, i32());
   llvm::Value* lsb = m_b.CreateAnd(m_b.CreateLShr(bits, 16), 1);
   llvm::Value* rounded = m_b.CreateLShr(m_b.CreateAdd(bits, m_b.CreateAdd(lsb, m_b.getInt32(0x7fff))), 16);
   llvm::Value* nan = m_b.CreateFCmpUNO(value, value);
@@ -155,27 +183,48 @@ void TokenKernelWriter::store_bf16(llvm::Value* value, llvm::Value* base, llvm::
   m_b.CreateStore(half, m_b.CreateInBoundsGEP(m_b.getInt16Ty(), base, index));
 }
 
+// The sequence of this CTA: blockIdx.x, or seq_order[blockIdx.x] when the
+// caller gave an order (packed only; results do not depend on it).
+llvm::Value* TokenKernelWriter::sequence_of_cta() {
+  llvm::Value* x = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
+  if (m_token.layout != LayoutKind::packed) {
+    return x;
+  }
+  llvm::Value* order = pointer_field("seq_order");
+  llvm::BasicBlock* from = m_b.GetInsertBlock();
+  llvm::Value* ordered = nullptr;
+  llvm::BasicBlock* loaded = nullptr;
+  if_then(m_b.CreateIsNotNull(order), "seq_order", [&] {
+    ordered = m_b.CreateSExt(m_b.CreateLoad(i32(), m_b.CreateInBoundsGEP(i32(), order, x)), i64());
+    loaded = m_b.GetInsertBlock();
+  });
+  llvm::PHINode* n = m_b.CreatePHI(i64(), 2, "n");
+  n->addIncoming(x, from);
+  n->addIncoming(ordered, loaded);
+  return n;
+}
+
 // Sequence n's first token row and length: fixed n T and T, packed from
 // cu_seqlens (int32 or int64).
 TokenKernelWriter::Span TokenKernelWriter::sequence_span(llvm::Value* n) {
-  if (m_config.layout == LayoutKind::fixed) {
-    return {m_b.CreateMul(n, arg(p_seq_len)), arg(p_seq_len)};
+  if (m_token.layout == LayoutKind::fixed) {
+    llvm::Value* length = i64_field("seq_len");
+    return {m_b.CreateMul(n, length), length};
   }
+  llvm::Value* offsets = pointer_field("cu_seqlens");
+  llvm::Value* wide_offsets = m_b.CreateICmpNE(field("offsets_i64", i32()), m_b.getInt32(0));
   llvm::BasicBlock* wide = llvm::BasicBlock::Create(m_context, "offsets_i64", m_kernel);
   llvm::BasicBlock* narrow = llvm::BasicBlock::Create(m_context, "offsets_i32", m_kernel);
   llvm::BasicBlock* join = llvm::BasicBlock::Create(m_context, "span", m_kernel);
-  m_b.CreateCondBr(m_b.CreateICmpNE(arg(p_offsets_i64), m_b.getInt32(0)), wide, narrow);
+  llvm::Value* next = m_b.CreateAdd(n, c64(1));
+  m_b.CreateCondBr(wide_offsets, wide, narrow);
   m_b.SetInsertPoint(wide);
-  llvm::Value* first64 = m_b.CreateLoad(i64(), m_b.CreateInBoundsGEP(i64(), arg(p_cu_seqlens), n));
-  llvm::Value* last64 = m_b.CreateLoad(i64(), m_b.CreateInBoundsGEP(i64(), arg(p_cu_seqlens), m_b.CreateAdd(n, m_b.getInt64(1))));
+  llvm::Value* first64 = m_b.CreateLoad(i64(), m_b.CreateInBoundsGEP(i64(), offsets, n));
+  llvm::Value* last64 = m_b.CreateLoad(i64(), m_b.CreateInBoundsGEP(i64(), offsets, next));
   m_b.CreateBr(join);
   m_b.SetInsertPoint(narrow);
-  llvm::Value* first32 =
-      m_b.CreateSExt(m_b.CreateLoad(m_b.getInt32Ty(), m_b.CreateInBoundsGEP(m_b.getInt32Ty(), arg(p_cu_seqlens), n)), i64());
-  llvm::Value* last32 = m_b.CreateSExt(
-      m_b.CreateLoad(m_b.getInt32Ty(),
-                     m_b.CreateInBoundsGEP(m_b.getInt32Ty(), arg(p_cu_seqlens), m_b.CreateAdd(n, m_b.getInt64(1)))),
-      i64());
+  llvm::Value* first32 = m_b.CreateSExt(m_b.CreateLoad(i32(), m_b.CreateInBoundsGEP(i32(), offsets, n)), i64());
+  llvm::Value* last32 = m_b.CreateSExt(m_b.CreateLoad(i32(), m_b.CreateInBoundsGEP(i32(), offsets, next)), i64());
   m_b.CreateBr(join);
   m_b.SetInsertPoint(join);
   llvm::PHINode* first = m_b.CreatePHI(i64(), 2, "begin");
@@ -187,21 +236,19 @@ TokenKernelWriter::Span TokenKernelWriter::sequence_span(llvm::Value* n) {
   return {first, m_b.CreateSub(last, first)};
 }
 
-// Value row v of the state (zeros without one).
+// Value row v of the initial state (zeros without one).
 Values TokenKernelWriter::load_state(llvm::Value* row_base) {
+  llvm::Value* state = pointer_field("state_in");
   llvm::BasicBlock* from = m_b.GetInsertBlock();
-  llvm::BasicBlock* load = llvm::BasicBlock::Create(m_context, "load_state", m_kernel);
-  llvm::BasicBlock* join = llvm::BasicBlock::Create(m_context, "state_loaded", m_kernel);
-  m_b.CreateCondBr(null_test(p_state), join, load);
-  m_b.SetInsertPoint(load);
   Values loaded;
-  for (int k = 0; k < D; ++k) {
-    llvm::Value* index = m_b.CreateAdd(row_base, m_b.getInt64(k));
-    loaded.push_back(m_config.state == StatePrecision::fp32 ? load_f32(arg(p_state), index)
-                                                             : load_bf16(arg(p_state), index));
-  }
-  m_b.CreateBr(join);
-  m_b.SetInsertPoint(join);
+  llvm::BasicBlock* load = nullptr;
+  if_then(m_b.CreateIsNotNull(state), "load_state", [&] {
+    for (int k = 0; k < D; ++k) {
+      llvm::Value* index = m_b.CreateAdd(row_base, c64(k));
+      loaded.push_back(m_token.state == StatePrecision::fp32 ? load_f32(state, index) : load_bf16(state, index));
+    }
+    load = m_b.GetInsertBlock();
+  });
   Values s;
   for (int k = 0; k < D; ++k) {
     llvm::PHINode* phi = m_b.CreatePHI(f32(), 2);
@@ -213,55 +260,60 @@ Values TokenKernelWriter::load_state(llvm::Value* row_base) {
 }
 
 void TokenKernelWriter::store_state(const Values& s, llvm::Value* row_base) {
-  llvm::BasicBlock* store = llvm::BasicBlock::Create(m_context, "store_state", m_kernel);
-  llvm::BasicBlock* done = llvm::BasicBlock::Create(m_context, "done", m_kernel);
-  m_b.CreateCondBr(null_test(p_state), done, store);
-  m_b.SetInsertPoint(store);
-  for (int k = 0; k < D; ++k) {
-    llvm::Value* index = m_b.CreateAdd(row_base, m_b.getInt64(k));
-    if (m_config.state == StatePrecision::fp32) {
-      m_b.CreateStore(s[k], m_b.CreateInBoundsGEP(f32(), arg(p_state), index));
-    } else {
-      store_bf16(s[k], arg(p_state), index);
+  llvm::Value* state = pointer_field("state_out");
+  if_then(m_b.CreateIsNotNull(state), "store_state", [&] {
+    for (int k = 0; k < D; ++k) {
+      llvm::Value* index = m_b.CreateAdd(row_base, c64(k));
+      if (m_token.state == StatePrecision::fp32) {
+        m_b.CreateStore(s[k], m_b.CreateInBoundsGEP(f32(), state, index));
+      } else {
+        store_bf16(s[k], state, index);
+      }
     }
+  });
+}
+
+// Value row v of checkpoint row `row` (bf16, [128][128] per head).
+void TokenKernelWriter::store_checkpoint(const Values& s, llvm::Value* row) {
+  llvm::Value* base = m_b.CreateAdd(m_b.CreateMul(m_b.CreateAdd(m_b.CreateMul(row, m_heads), m_head), c64(D * D)),
+                                    m_b.CreateMul(m_thread, c64(D)));
+  llvm::Value* checkpoints = pointer_field("checkpoints");
+  for (int k = 0; k < D; ++k) {
+    store_bf16(s[k], checkpoints, m_b.CreateAdd(base, c64(k)));
   }
-  m_b.CreateBr(done);
-  m_b.SetInsertPoint(done);
 }
 
 // One token: this thread's row of the state after token t. per_cta: exp(A_log[h]),
-// dt_bias[h][v], scale, lower_bound.
+// dt_bias[h][v], scale, gate_scale (lower_bound log2 e).
 Values TokenKernelWriter::token_step(const Values& s, llvm::Value* t, llvm::Value* begin,
                                      const std::array<llvm::Value*, 4>& per_cta) {
-  const auto [rate, bias, scale, lower_bound] = per_cta;
+  const auto [rate, bias, scale, gate_scale] = per_cta;
+  const auto [q_rows, k_rows, v_rows, g_rows, beta_rows, out_rows] = m_rows;
   llvm::Value* row = m_b.CreateAdd(begin, t);
-  llvm::Value* at = m_b.CreateAdd(m_b.CreateMul(m_b.CreateAdd(m_b.CreateMul(row, m_heads), m_head), m_b.getInt64(D)),
-                                  m_thread);
-  llvm::Value* q = load_bf16(arg(p_q), at);
-  llvm::Value* k = load_bf16(arg(p_k), at);
-  llvm::Value* v = load_bf16(arg(p_v), at);
-  llvm::Value* g = load_bf16(arg(p_g), at);
-  llvm::Value* beta = sigmoid(load_bf16(arg(p_beta), m_b.CreateAdd(m_b.CreateMul(row, arg(p_beta_stride)), m_head)));
-  // key column v's decay: alpha = exp(lb sigmoid(exp(A_log) (g + dt_bias)))
-  llvm::Value* alpha = exp(m_b.CreateFMul(lower_bound, sigmoid(m_b.CreateFMul(rate, m_b.CreateFAdd(g, bias)))));
-  llvm::Value* buffer = m_b.CreateMul(m_b.CreateAnd(t, m_b.getInt64(1)), m_b.getInt64(D));
-  llvm::Value* slot = m_b.CreateAdd(buffer, m_thread);
-  m_b.CreateStore(q, shared_at(m_q, slot));
-  m_b.CreateStore(k, shared_at(m_k, slot));
-  m_b.CreateStore(alpha, shared_at(m_alpha, slot));
+  llvm::Value* at = m_b.CreateAdd(m_b.CreateMul(m_b.CreateAdd(m_b.CreateMul(row, m_heads), m_head), c64(D)), m_thread);
+  llvm::Value* q = load_bf16(q_rows, at);
+  llvm::Value* k = load_bf16(k_rows, at);
+  llvm::Value* v = load_bf16(v_rows, at);
+  llvm::Value* g = load_bf16(g_rows, at);
+  llvm::Value* beta = sigmoid(load_bf16(beta_rows, m_b.CreateAdd(m_b.CreateMul(row, m_beta_stride), m_head)));
+  // key column v's decay: alpha = 2^(gate_scale sigmoid(exp(A_log) (g + dt_bias)))
+  llvm::Value* alpha = exp2(m_b.CreateFMul(gate_scale, sigmoid(m_b.CreateFMul(rate, m_b.CreateFAdd(g, bias)))));
+  llvm::Value* slot = m_b.CreateMul(m_b.CreateAnd(t, c64(1)), c64(m_token.stage_bytes));
+  m_b.CreateStore(q, smem_f32(m_token.q_offset, slot, m_thread));
+  m_b.CreateStore(k, smem_f32(m_token.k_offset, slot, m_thread));
+  m_b.CreateStore(alpha, smem_f32(m_token.alpha_offset, slot, m_thread));
   llvm::Value* warp = m_b.CreateLShr(m_thread, 5);
-  llvm::Value* sums = m_b.CreateAdd(m_b.CreateMul(m_b.CreateAnd(t, m_b.getInt64(1)), m_b.getInt64(2 * k_warps)),
-                                    m_b.CreateMul(warp, m_b.getInt64(2)));
-  m_b.CreateStore(warp_sum(m_b.CreateFMul(q, q)), shared_at(m_sums, sums)); // every lane: the same value
-  m_b.CreateStore(warp_sum(m_b.CreateFMul(k, k)), shared_at(m_sums, m_b.CreateAdd(sums, m_b.getInt64(1))));
+  llvm::Value* sums = m_b.CreateMul(warp, c64(2));
+  m_b.CreateStore(warp_sum(m_b.CreateFMul(q, q)), smem_f32(m_token.norm_sums_offset, slot, sums)); // every lane: the same
+  m_b.CreateStore(warp_sum(m_b.CreateFMul(k, k)),
+                  smem_f32(m_token.norm_sums_offset, slot, m_b.CreateAdd(sums, c64(1))));
   m_b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
   // the norms, summed in the same order by every thread
-  llvm::Value* first = m_b.CreateMul(m_b.CreateAnd(t, m_b.getInt64(1)), m_b.getInt64(2 * k_warps));
   llvm::Value* qq = f(0.0F);
   llvm::Value* kk = f(0.0F);
   for (int w = 0; w < k_warps; ++w) {
-    qq = m_b.CreateFAdd(qq, m_b.CreateLoad(f32(), shared_at(m_sums, m_b.CreateAdd(first, m_b.getInt64(2 * w)))));
-    kk = m_b.CreateFAdd(kk, m_b.CreateLoad(f32(), shared_at(m_sums, m_b.CreateAdd(first, m_b.getInt64(2 * w + 1)))));
+    qq = m_b.CreateFAdd(qq, m_b.CreateLoad(f32(), smem_f32(m_token.norm_sums_offset, slot, c64(2 * w))));
+    kk = m_b.CreateFAdd(kk, m_b.CreateLoad(f32(), smem_f32(m_token.norm_sums_offset, slot, c64(2 * w + 1))));
   }
   auto rsqrt = [&](llvm::Value* x) {
     return m_b.CreateFDiv(f(1.0F), m_b.CreateIntrinsic(llvm::Intrinsic::sqrt, {f32()}, {m_b.CreateFAdd(x, f(k_norm_eps))}));
@@ -272,9 +324,8 @@ Values TokenKernelWriter::token_step(const Values& s, llvm::Value* t, llvm::Valu
   Values decayed;
   llvm::Value* p = f(0.0F);
   for (int c = 0; c < D; ++c) {
-    llvm::Value* key = m_b.CreateAdd(buffer, m_b.getInt64(c));
-    decayed.push_back(m_b.CreateFMul(s[c], m_b.CreateLoad(f32(), shared_at(m_alpha, key))));
-    p = fma(decayed[c], m_b.CreateLoad(f32(), shared_at(m_k, key)), p);
+    decayed.push_back(m_b.CreateFMul(s[c], m_b.CreateLoad(f32(), smem_f32(m_token.alpha_offset, slot, c64(c)))));
+    p = fma(decayed[c], m_b.CreateLoad(f32(), smem_f32(m_token.k_offset, slot, c64(c))), p);
   }
   // u = beta (v - p^); S = S~ + u k^T = S~ + (u rk) k; o = scale rq (S q)
   llvm::Value* u = m_b.CreateFMul(beta, m_b.CreateFSub(v, m_b.CreateFMul(p, rk)));
@@ -282,17 +333,17 @@ Values TokenKernelWriter::token_step(const Values& s, llvm::Value* t, llvm::Valu
   Values next;
   llvm::Value* o = f(0.0F);
   for (int c = 0; c < D; ++c) {
-    llvm::Value* key = m_b.CreateAdd(buffer, m_b.getInt64(c));
     // k read again (volatile: kept from the first pass, 128 values would sit
     // in registers beside the 128 decayed ones, and ptxas would spill)
-    next.push_back(fma(uk, m_b.CreateLoad(f32(), shared_at(m_k, key), /*isVolatile=*/true), decayed[c]));
-    o = fma(next[c], m_b.CreateLoad(f32(), shared_at(m_q, key)), o);
+    llvm::Value* key = m_b.CreateLoad(f32(), smem_f32(m_token.k_offset, slot, c64(c)), /*isVolatile=*/true);
+    next.push_back(fma(uk, key, decayed[c]));
+    o = fma(next[c], m_b.CreateLoad(f32(), smem_f32(m_token.q_offset, slot, c64(c))), o);
   }
   llvm::Value* result = m_b.CreateFMul(m_b.CreateFMul(o, rq), scale);
-  if (m_config.fp32_output) {
-    m_b.CreateStore(result, m_b.CreateInBoundsGEP(f32(), arg(p_out), at));
+  if (m_token.fp32_output) {
+    m_b.CreateStore(result, m_b.CreateInBoundsGEP(f32(), out_rows, at));
   } else {
-    store_bf16(result, arg(p_out), at);
+    store_bf16(result, out_rows, at);
   }
   return next;
 }
@@ -301,30 +352,50 @@ std::unique_ptr<llvm::Module> TokenKernelWriter::write() {
   declare_kernel();
   declare_shared();
   m_b.SetInsertPoint(llvm::BasicBlock::Create(m_context, "entry", m_kernel));
+  m_rows = {pointer_field("q"), pointer_field("k"), pointer_field("v"), pointer_field("g"), pointer_field("beta"),
+            pointer_field("out")};
+  m_beta_stride = i64_field("beta_token_stride");
   m_thread = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x);
-  llvm::Value* n = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
   m_head = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y);
-  m_heads = m_b.CreateSExt(arg(p_heads), i64());
+  m_heads = i32_field_as_i64("heads");
+  llvm::Value* n = sequence_of_cta();
   const Span span = sequence_span(n);
-  llvm::Value* rate = exp(load_f32(arg(p_a_log), m_head));
-  llvm::Value* bias_at = m_b.CreateAdd(m_b.CreateMul(m_head, m_b.getInt64(D)), m_thread);
+  llvm::Value* rate = exp2(m_b.CreateFMul(load_f32(pointer_field("a_log"), m_head), f(1.4426950408889634F)));
   // dt_bias[h][v] or 0: the load is guarded (a null dt_bias is never read)
+  llvm::Value* dt_bias = pointer_field("dt_bias");
   llvm::BasicBlock* before_bias = m_b.GetInsertBlock();
-  llvm::BasicBlock* load_bias = llvm::BasicBlock::Create(m_context, "load_bias", m_kernel);
-  llvm::BasicBlock* have_bias = llvm::BasicBlock::Create(m_context, "bias", m_kernel);
-  m_b.CreateCondBr(null_test(p_dt_bias), have_bias, load_bias);
-  m_b.SetInsertPoint(load_bias);
-  llvm::Value* loaded_bias = load_f32(arg(p_dt_bias), bias_at);
-  m_b.CreateBr(have_bias);
-  m_b.SetInsertPoint(have_bias);
+  llvm::Value* loaded_bias = nullptr;
+  llvm::BasicBlock* load_bias = nullptr;
+  if_then(m_b.CreateIsNotNull(dt_bias), "load_bias", [&] {
+    loaded_bias = load_f32(dt_bias, m_b.CreateAdd(m_b.CreateMul(m_head, c64(D)), m_thread));
+    load_bias = m_b.GetInsertBlock();
+  });
   llvm::PHINode* bias = m_b.CreatePHI(f32(), 2, "dt_bias_v");
   bias->addIncoming(f(0.0F), before_bias);
   bias->addIncoming(loaded_bias, load_bias);
-  llvm::Value* row_base =
-      m_b.CreateMul(m_b.CreateAdd(m_b.CreateMul(m_b.CreateAdd(m_b.CreateMul(n, m_heads), m_head), m_b.getInt64(D)),
-                                  m_thread),
-                    m_b.getInt64(D));
+  // slot n of the state, or pool slot state_indices[n]; slots state_slot_stride apart
+  llvm::Value* indices = pointer_field("state_indices");
+  llvm::BasicBlock* before_slot = m_b.GetInsertBlock();
+  llvm::Value* pooled = nullptr;
+  llvm::BasicBlock* pool = nullptr;
+  if_then(m_b.CreateIsNotNull(indices), "pool_slot", [&] {
+    pooled = m_b.CreateSExt(m_b.CreateLoad(i32(), m_b.CreateInBoundsGEP(i32(), indices, n)), i64());
+    pool = m_b.GetInsertBlock();
+  });
+  llvm::PHINode* slot = m_b.CreatePHI(i64(), 2, "state_slot");
+  slot->addIncoming(n, before_slot);
+  slot->addIncoming(pooled, pool);
+  llvm::Value* row_base = m_b.CreateAdd(m_b.CreateMul(slot, i64_field("state_slot_stride")),
+                                        m_b.CreateAdd(m_b.CreateMul(m_head, c64(D * D)), m_b.CreateMul(m_thread, c64(D))));
   const Values initial = load_state(row_base);
+  // checkpoints: a row before every `interval` tokens, from row checkpoint_starts[n]
+  llvm::Value* interval = nullptr;
+  llvm::Value* first_row = nullptr;
+  if (m_token.checkpoints) {
+    interval = m_b.CreateMul(i32_field_as_i64("checkpoint_chunks"), c64(m_plan.tiles.chunk_size));
+    first_row = m_b.CreateLoad(i64(), m_b.CreateInBoundsGEP(i64(), pointer_field("checkpoint_starts"), n));
+  }
+  const std::array<llvm::Value*, 4> per_cta = {rate, bias, field("scale", f32()), field("gate_scale", f32())};
 
   // for t in [0, length): the state rows as loop-carried values
   llvm::BasicBlock* preheader = m_b.GetInsertBlock();
@@ -334,7 +405,15 @@ std::unique_ptr<llvm::Module> TokenKernelWriter::write() {
   m_b.CreateBr(header);
   m_b.SetInsertPoint(header);
   llvm::PHINode* t = m_b.CreatePHI(i64(), 2, "t");
-  t->addIncoming(m_b.getInt64(0), preheader);
+  t->addIncoming(c64(0), preheader);
+  llvm::PHINode* due = nullptr; // the token the next checkpoint row is due before
+  llvm::PHINode* row = nullptr; // its row
+  if (m_token.checkpoints) {
+    due = m_b.CreatePHI(i64(), 2, "checkpoint_due");
+    due->addIncoming(c64(0), preheader);
+    row = m_b.CreatePHI(i64(), 2, "checkpoint_row");
+    row->addIncoming(first_row, preheader);
+  }
   std::vector<llvm::PHINode*> s;
   Values carried;
   for (int c = 0; c < D; ++c) {
@@ -344,9 +423,21 @@ std::unique_ptr<llvm::Module> TokenKernelWriter::write() {
   }
   m_b.CreateCondBr(m_b.CreateICmpSLT(t, span.length), body, exit);
   m_b.SetInsertPoint(body);
-  const Values next = token_step(carried, t, span.begin, {rate, bias, arg(p_scale), arg(p_lower_bound)});
+  llvm::Value* next_due = nullptr;
+  llvm::Value* next_row = nullptr;
+  if (m_token.checkpoints) {
+    llvm::Value* take = m_b.CreateICmpEQ(t, due);
+    if_then(take, "checkpoint", [&] { store_checkpoint(carried, row); });
+    next_due = m_b.CreateSelect(take, m_b.CreateAdd(due, interval), due);
+    next_row = m_b.CreateSelect(take, m_b.CreateAdd(row, c64(1)), row);
+  }
+  const Values next = token_step(carried, t, span.begin, per_cta);
   llvm::BasicBlock* latch = m_b.GetInsertBlock();
-  t->addIncoming(m_b.CreateAdd(t, m_b.getInt64(1)), latch);
+  t->addIncoming(m_b.CreateAdd(t, c64(1)), latch);
+  if (m_token.checkpoints) {
+    due->addIncoming(next_due, latch);
+    row->addIncoming(next_row, latch);
+  }
   for (int c = 0; c < D; ++c) {
     s[c]->addIncoming(next[c], latch);
   }
@@ -359,8 +450,12 @@ std::unique_ptr<llvm::Module> TokenKernelWriter::write() {
 
 } // namespace
 
-std::unique_ptr<llvm::Module> emit_token_kernel(llvm::LLVMContext& context, const TokenKernelConfig& config) {
-  return TokenKernelWriter(context, config).write();
+std::unique_ptr<llvm::Module> emit_token_kernel(llvm::LLVMContext& context, const KernelPlan& plan) {
+  if (!plan.token) {
+    throw InternalError(fmt::format("plan {} ({} family) has no token kernel: only the llvm backend's plans do",
+                                    plan.schedule_name, to_string(plan.family)));
+  }
+  return TokenKernelWriter(context, plan).write();
 }
 
 } // namespace kda::ir

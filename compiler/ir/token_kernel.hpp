@@ -1,19 +1,25 @@
 /// \file
 /// The LLVM tier's token-recurrent kernel, written as NVVM IR with LLVM's
-/// IRBuilder (no CUDA text): spec section 1.3 token by token. One CTA of 128
-/// threads per (sequence, head); thread v keeps value row v of the fp32 state
-/// in registers. Per token: the safe gate alpha = exp(lb sigmoid(exp(A_log)
-/// (g + dt_bias))), the L2 norms of q and k (fp32, eps 1e-6 inside the root),
-/// beta = sigmoid(logit), then S~ = S diag(alpha), p = S~ k^, u = beta (v - p),
-/// S = S~ + u k^T, o = scale S q^. One barrier per token (the token's q, k and
-/// alpha rows double-buffered in SMEM). Every product is an fp32 FMA.
+/// IRBuilder from a KernelPlan of the `token` family (no CUDA text): spec
+/// section 1.3 token by token. One CTA of 128 threads per (sequence, head);
+/// thread v keeps value row v of the fp32 state in registers. Per token: the
+/// safe gate alpha = 2^(gate_scale sigmoid(exp(A_log) (g + dt_bias))), the L2
+/// norms of q and k (fp32, eps 1e-6 inside the root), beta = sigmoid(logit),
+/// then S~ = S diag(alpha), p = S~ k^, u = beta (v - p), S = S~ + u k^T,
+/// o = scale S q^. One barrier per token (the token's q, k and alpha rows in
+/// the plan's two-slot SMEM ring). Every product is an fp32 FMA.
 ///
-/// This first version covers the fixed and packed layouts and an fp32 or bf16
-/// state updated in place (or none); pools, checkpoints and seq_order are not
-/// emitted yet, and the kernel is not a schedule the router can pick.
+/// The entry takes the plan's ArgAbi struct by value, as the CUDA entries
+/// do, so the runtime launches it like any other: fixed and packed layouts
+/// (int32 or int64 cu_seqlens), the state (fp32 or bf16, state_in read,
+/// state_out written; either may be null) of slot n or of pool slot
+/// state_indices[n] (state_slot_stride elements apart), seq_order (packed:
+/// grid position x takes sequence seq_order[x]) and, in plans with
+/// checkpoints, bf16 checkpoint rows (the state before every
+/// checkpoint_chunks x 16 tokens, rows from checkpoint_starts[n]).
 #pragma once
 
-#include "compiler/shape_key.hpp"
+#include "compiler/kernel_plan.hpp"
 
 #include <memory>
 
@@ -24,32 +30,10 @@ class Module;
 
 namespace kda::ir {
 
-struct TokenKernelConfig {
-  LayoutKind layout = LayoutKind::fixed;
-  StatePrecision state = StatePrecision::bf16; ///< the state tensor in memory
-  bool fp32_output = false; ///< outputs stored as fp32 (the GPU oracle) instead of bf16
-};
-
-inline constexpr const char* k_token_kernel_entry = "kda_token_prefill";
-inline constexpr int k_token_kernel_threads = 128;
-
-/// The kernel `kda_token_prefill`, launched on a grid of (N, H) CTAs of 128
-/// threads, no dynamic SMEM. Its parameters, in order (pointers are global;
-/// token rows are [tokens][H][128]):
-///   q, k, v, g      bf16 rows
-///   beta            bf16 [tokens][beta_token_stride], head h at column h
-///   a_log           fp32 [H]
-///   dt_bias         fp32 [H][128], or null (zero)
-///   out             bf16 rows (fp32 with fp32_output)
-///   state           the config's dtype [N][H][128][128] (value row, key
-///                   column), read and written in place; null: zeros, not written
-///   cu_seqlens      packed: int32 or int64 [N + 1] (offsets_i64); fixed: unused
-///   seq_len         i64: fixed: tokens per sequence (sequence n at n seq_len)
-///   beta_token_stride i64
-///   heads           i32
-///   offsets_i64     i32: cu_seqlens is int64
-///   scale           f32
-///   lower_bound     f32: the natural-log lower bound of the per-token log decay (< 0)
-std::unique_ptr<llvm::Module> emit_token_kernel(llvm::LLVMContext& context, const TokenKernelConfig& config);
+/// The module of `plan`'s token kernel (plan.token must be set: a
+/// `token`-family plan; InternalError otherwise). Launched on a grid of
+/// (N, H) CTAs of plan.token->threads threads with plan.token->dynamic_smem
+/// bytes of dynamic SMEM.
+std::unique_ptr<llvm::Module> emit_token_kernel(llvm::LLVMContext& context, const KernelPlan& plan);
 
 } // namespace kda::ir

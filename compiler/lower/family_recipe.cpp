@@ -296,6 +296,28 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           // pools and checkpoints in common/state_rows, seq_order in recurrence_pair (common/sequences)
           .features = {.state_pool = true, .seq_order = true, .checkpoints = true},
       },
+      {
+          // The LLVM tier's token-recurrent kernel (compiler/ir/token_kernel):
+          // spec section 1.3 one token at a time, 128 threads (thread v keeps
+          // value row v of the fp32 state in registers), the token's q, k and
+          // decay rows double-buffered in SMEM. Chunk 16 is only the unit of
+          // checkpoint intervals. No chunk-offsets kernel: each CTA reads its
+          // sequence's offsets from cu_seqlens.
+          .name = "token_llvm",
+          .family = Family::token,
+          .backend = Backend::llvm,
+          .decomposition = Decomposition::fused,
+          .chunk_size = 16,
+          .kernels = {{.role = KernelRole::fused,
+                       .buffers = {{"q", DType::fp32, {{128}}},
+                                   {"k", DType::fp32, {{128}}},
+                                   {"alpha", DType::fp32, {{128}}},
+                                   {"norm_sums", DType::fp32, {{4}, {2}}}},
+                       .roles = {"rows"}}},
+          .m_tiles = {128},
+          // all three in the emitter itself (compiler/ir/token_kernel.cpp)
+          .features = {.state_pool = true, .seq_order = true, .checkpoints = true},
+      },
   };
   return k_recipes;
 }
@@ -305,7 +327,8 @@ const FamilyRecipe& find_family_recipe(const Schedule& s) {
   for (const FamilyRecipe& r : all_family_recipes()) {
     const bool m_tile_ok =
         r.m_tiles.empty() || std::find(r.m_tiles.begin(), r.m_tiles.end(), s.m_tile) != r.m_tiles.end();
-    if (r.family == s.family && r.decomposition == s.decomposition && r.chunk_size == s.chunk_size && m_tile_ok) {
+    if (r.family == s.family && r.backend == s.backend && r.decomposition == s.decomposition &&
+        r.chunk_size == s.chunk_size && m_tile_ok) {
       return r;
     }
     available += fmt::format("{}{} {} chunk {}{}", available.empty() ? "" : ", ", to_string(r.family),

@@ -47,11 +47,16 @@ struct KernelRecipe {
 struct FamilyRecipe {
   std::string name;
   Family family = Family::warp_mma;
+  /// What writes its kernels: CUDA from its fragments (templates/), or LLVM
+  /// IR (compiler/ir/: its fragments and calls are empty).
+  Backend backend = Backend::cuda;
   Decomposition decomposition = Decomposition::decomposed;
   int chunk_size = 16;
   std::vector<std::string> common_fragments;
   std::vector<KernelRecipe> kernels;
-  KernelRecipe chunk_offsets; ///< packed layout: computes each sequence's first chunk
+  /// Packed layout: computes each sequence's first chunk; no fragment: the
+  /// family's kernels read cu_seqlens themselves (no such entry).
+  KernelRecipe chunk_offsets;
   std::vector<WorkspaceField> workspace; ///< field names, sizes, operand layouts; offsets planned by plan_workspace
   /// The recurrence's SMEM buffer that receives whole records with one bulk
   /// copy (its bytes must equal the record's); empty when records are copied

@@ -84,6 +84,11 @@ std::optional<PrepareOverlapModel> plan_prepare_overlap(const ValidatedSchedule&
 /// forms Mqk's diagonal (ScheduleError at /numerics/mqk_diagonal otherwise).
 void check_mqk_diagonal(const Schedule& schedule, const FamilyRecipe& recipe);
 
+/// The token kernel of an llvm-backend family (nothing for CUDA families):
+/// its entry, launch and ring slots from the planned entry, the state dtype,
+/// layout and checkpoints from the shape and features.
+std::optional<TokenKernelPlan> plan_token_kernel(const FamilyRecipe& recipe, const KernelPlan& plan);
+
 /// Offsets of the workspace record (16-byte aligned fields).
 WorkspacePlan plan_workspace(const FamilyRecipe& recipe);
 

@@ -22,7 +22,7 @@ EntryPlan entry_for(const std::string& schedule, const std::string& kernel, cons
 
 std::vector<EntryPlan> plan_entries(const ValidatedSchedule& v, const FamilyRecipe& recipe, const ShapeKey& shape) {
   std::vector<EntryPlan> entries;
-  if (shape.layout == LayoutKind::packed) {
+  if (shape.layout == LayoutKind::packed && !recipe.chunk_offsets.fragment.empty()) {
     entries.push_back(entry_for(v.schedule().name, "chunk_offsets", recipe.chunk_offsets));
   }
   std::vector<Diagnostic> problems;

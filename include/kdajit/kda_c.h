@@ -55,7 +55,7 @@ typedef struct {
   kda_tensor final_state;   /* optional: allocated when needed and not given */
   void* stream;             /* CUstream */
   const char* schedule;     /* optional: force a schedule by name */
-  const char* family;       /* optional: "warp_mma", "wgmma" or "tcgen05": choose only among that family */
+  const char* family;       /* optional: "warp_mma", "wgmma", "tcgen05" or "token" (the LLVM tier): choose only among that family */
   /* Serving-engine fields (kdajit/prefill_args.hpp has their contract). */
   kda_tensor ssm_state_indices;    /* optional int32 [N]: initial_state is a pool, sequence i uses slot [i] */
   kda_tensor seq_order;            /* optional int32 [N], packed only: the order the kernels take the sequences */

@@ -26,7 +26,7 @@ _RUN_ORDER = ("q", "k", "v", "g", "beta", "a_log", "dt_bias", "initial_state", "
 _RUN_PARAMETERS = ("q", "k", "v", "g", "beta", "A_log", "dt_bias", "initial_state", "cu_seqlens", "out",
                    "final_state", "ssm_state_indices", "seq_order", "state_checkpoints", "checkpoint_cu_starts")
 _POINTER = struct.Struct("P")
-_FAMILIES = ("warp_mma", "wgmma", "tcgen05")
+_FAMILIES = ("warp_mma", "wgmma", "tcgen05", "token")
 
 
 def _check(status: int) -> None:

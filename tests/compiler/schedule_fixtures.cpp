@@ -38,10 +38,11 @@ Target target_named(const std::string& name) {
 }
 
 KernelPlan lower_shipped(const std::string& name, const std::string& target, LayoutKind layout,
-                         StatePrecision state) {
+                         StatePrecision state, bool checkpoints) {
   ShapeKey key;
   key.layout = layout;
   key.state_dtype = state;
+  key.checkpoints = checkpoints;
   return lower(validate(shipped_schedule(name), target_named(target)), key);
 }
 

@@ -24,7 +24,7 @@ Target target_named(const std::string& name);
 
 /// The plan of a shipped schedule for a target and shape.
 KernelPlan lower_shipped(const std::string& name, const std::string& target, LayoutKind layout,
-                         StatePrecision state = StatePrecision::bf16);
+                         StatePrecision state = StatePrecision::bf16, bool checkpoints = false);
 
 /// The diagnostics of validating (or parsing) `document` against `target`
 /// joined into one string, or "" when it is valid.

@@ -84,6 +84,9 @@ TEST_CASE("every SMEM buffer of a generated plan is addressed by the fragments t
     } catch (const ScheduleError&) {
       continue; // no generator yet
     }
+    if (s.backend == Backend::llvm) {
+      continue; // no fragments: the token kernel addresses its ring by the plan's offsets (tests/ir)
+    }
     for (const std::string& target : s.targets) {
       const KernelPlan plan = lower(validate(s, test::target_named(target)), ShapeKey{});
       ++plans;

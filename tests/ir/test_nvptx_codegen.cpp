@@ -1,25 +1,18 @@
-// The LLVM tier's code generator: a module built with IRBuilder passes
-// llvm::verifyModule, LLVM 19's NVPTX backend writes PTX for every kdajit
-// target (retargeted past sm_90a), and ptxas (nvJitLink) assembles each into
-// a cubin; a malformed module is an InternalError naming it.
+// The LLVM tier's code generator (libkdajit.so's tier-0 entry points): LLVM
+// IR text parses and passes llvm::verifyModule, LLVM 19's NVPTX backend
+// writes PTX for every kdajit target (retargeted past sm_90a), and ptxas
+// (nvJitLink) assembles each into a cubin; text that does not parse or a
+// malformed module is an InternalError naming it.
 #include "compiler/errors.hpp"
-#include "compiler/ir/nvptx_codegen.hpp"
+#include "compiler/ir/nvptx_processor.hpp"
 #include "compiler/ptx/ptx_retarget.hpp"
 #include "compiler/schedule_fixtures.hpp"
 #include "runtime/ptx_linker.hpp"
+#include "runtime/tier0_codegen.hpp"
 
 #include "test_support.hpp"
 
 #include <catch2/catch.hpp>
-
-#include <llvm/IR/IRBuilder.h>
-#include <llvm/IR/Intrinsics.h>
-#include <llvm/IR/IntrinsicsNVPTX.h>
-#include <llvm/IR/LLVMContext.h>
-#include <llvm/IR/Metadata.h>
-#include <llvm/IR/Module.h>
-
-#include <memory>
 
 using namespace kda;
 using Catch::Contains;
@@ -28,29 +21,26 @@ namespace {
 
 // kda_add_one(float* p): p[threadIdx.x] += 1, marked a kernel the way NVVM
 // IR does (!nvvm.annotations).
-std::unique_ptr<llvm::Module> add_one_module(llvm::LLVMContext& context) {
-  auto module = std::make_unique<llvm::Module>("kda_add_one", context);
-  llvm::IRBuilder<> b(context);
-  llvm::PointerType* global = llvm::PointerType::get(context, 1);
-  llvm::Function* kernel = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {global}, false),
-                                                  llvm::Function::ExternalLinkage, "kda_add_one", module.get());
-  b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", kernel));
-  llvm::Value* tid = b.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {});
-  llvm::Value* at = b.CreateInBoundsGEP(b.getFloatTy(), kernel->getArg(0), b.CreateZExt(tid, b.getInt64Ty()));
-  llvm::Value* x = b.CreateLoad(b.getFloatTy(), at);
-  b.CreateStore(b.CreateFAdd(x, llvm::ConstantFP::get(b.getFloatTy(), 1.0)), at);
-  b.CreateRetVoid();
-  llvm::Metadata* annotation[] = {llvm::ValueAsMetadata::get(kernel), llvm::MDString::get(context, "kernel"),
-                                  llvm::ValueAsMetadata::get(b.getInt32(1))};
-  module->getOrInsertNamedMetadata("nvvm.annotations")->addOperand(llvm::MDNode::get(context, annotation));
-  return module;
+constexpr const char* k_add_one = R"(
+define void @kda_add_one(ptr addrspace(1) %p) {
+entry:
+  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %i = zext i32 %tid to i64
+  %at = getelementptr inbounds float, ptr addrspace(1) %p, i64 %i
+  %x = load float, ptr addrspace(1) %at
+  %y = fadd float %x, 1.0
+  store float %y, ptr addrspace(1) %at
+  ret void
 }
-
+declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+!nvvm.annotations = !{!0}
+!0 = !{ptr @kda_add_one, !"kernel", i32 1}
+)";
 
 } // namespace
 
 TEST_CASE("nvptx codegen: LLVM's processor for each target, retargeted past sm_90a", "[compiler][ir]") {
-  CHECK(ir::llvm_version().rfind("19.", 0) == 0);
+  CHECK(runtime::tier0_llvm_version().rfind("19.", 0) == 0);
   const ir::NvptxProcessor sm80 = ir::nvptx_processor(test::target_named("sm_80"));
   CHECK(sm80.cpu == "sm_80");
   CHECK(sm80.ptx == PtxVersion{7, 0});
@@ -68,14 +58,11 @@ TEST_CASE("nvptx codegen: LLVM's processor for each target, retargeted past sm_9
   }
 }
 
-TEST_CASE("nvptx codegen: an IRBuilder kernel becomes PTX for every target and assembles with ptxas",
+TEST_CASE("nvptx codegen: an IR kernel becomes PTX for every target and assembles with ptxas",
           "[compiler][ir][nvjitlink]") {
   for (const Target& t : all_targets()) {
     INFO(t.name);
-    llvm::LLVMContext context;
-    const std::unique_ptr<llvm::Module> module = add_one_module(context);
-    REQUIRE_NOTHROW(ir::verify_module(*module));
-    const std::string ptx = ir::emit_ptx(*module, t);
+    const std::string ptx = runtime::tier0_ptx_from_ir(k_add_one, t, "kda_add_one.ll");
     const PtxHeader header = read_ptx_header(ptx);
     CHECK(header.target == t.arch());
     CHECK(header.version >= t.lowest_ptx_version);
@@ -86,17 +73,33 @@ TEST_CASE("nvptx codegen: an IRBuilder kernel becomes PTX for every target and a
   }
 }
 
-TEST_CASE("nvptx codegen: a malformed module is an InternalError with the verifier's message", "[compiler][ir]") {
-  llvm::LLVMContext context;
-  llvm::Module module("kda_broken", context);
-  llvm::Function* f = llvm::Function::Create(llvm::FunctionType::get(llvm::Type::getVoidTy(context), false),
-                                             llvm::Function::ExternalLinkage, "no_terminator", &module);
-  llvm::BasicBlock::Create(context, "entry", f); // a block without a terminator
+TEST_CASE("nvptx codegen: unparsable text or a malformed module is an InternalError with LLVM's message",
+          "[compiler][ir]") {
+  const Target sm90 = test::target_named("sm_90");
   try {
-    ir::verify_module(module);
+    (void)runtime::tier0_ptx_from_ir("define void @f( {", sm90, "kda_garbled.ll");
     FAIL("expected InternalError");
   } catch (const InternalError& e) {
-    CHECK_THAT(e.what(), Contains("kda_broken") && Contains("terminator"));
+    CHECK_THAT(e.what(), Contains("kda_garbled.ll") && Contains("does not parse"));
   }
-  CHECK_THROWS_AS(ir::emit_ptx(module, test::target_named("sm_90")), InternalError);
+  // parses, but a value is used where it does not dominate: the verifier's
+  // message names it
+  const char* undominated = R"(
+define void @kda_broken(i1 %c) {
+entry:
+  br i1 %c, label %a, label %b
+a:
+  %x = add i32 1, 2
+  br label %b
+b:
+  %y = add i32 %x, 1
+  ret void
+}
+)";
+  try {
+    (void)runtime::tier0_ptx_from_ir(undominated, sm90, "kda_broken.ll");
+    FAIL("expected InternalError");
+  } catch (const InternalError& e) {
+    CHECK_THAT(e.what(), Contains("kda_broken") && Contains("dominate"));
+  }
 }

@@ -1,55 +1,79 @@
-// The token-recurrent kernel as NVVM IR (compiler/ir/token_kernel): for each
-// layout and state dtype the module passes llvm::verifyModule, LLVM's NVPTX
-// backend writes PTX for sm_80, sm_90, sm_90a and (retargeted) the Blackwell
-// and SM120 targets, and ptxas (nvJitLink) assembles each, with no spills
-// but on sm_80.
-#include "compiler/ir/nvptx_codegen.hpp"
-#include "compiler/ir/token_kernel.hpp"
+// The token-recurrent kernel as NVVM IR (compiler/ir/token_kernel, through
+// libkdajit.so's tier-0 entry points): for each layout, state dtype, output
+// dtype and checkpoint setting the `token_llvm` plan's module passes
+// llvm::verifyModule, reads its arguments from the plan's ABI struct and its
+// ring from dynamic SMEM, LLVM's NVPTX backend writes PTX for sm_80, sm_90,
+// sm_90a and (retargeted) the Blackwell and SM120 targets, and ptxas
+// (nvJitLink) assembles each, with no spills but on sm_80.
+#include "compiler/errors.hpp"
 #include "compiler/ptx/ptx_retarget.hpp"
 #include "compiler/schedule_fixtures.hpp"
-#include "runtime/ptx_linker.hpp"
-#include "runtime/ptxas_log.hpp"
+#include "runtime/tier0_build.hpp"
+#include "runtime/tier0_codegen.hpp"
+
+#include "test_support.hpp"
 
 #include <catch2/catch.hpp>
-
-#include <llvm/IR/LLVMContext.h>
-#include <llvm/IR/Module.h>
 
 using namespace kda;
 using Catch::Contains;
 
-TEST_CASE("token kernel IR: every configuration verifies, lowers and assembles without spills", "[compiler][ir][nvjitlink]") {
+TEST_CASE("token kernel IR: every configuration verifies, lowers and assembles without spills",
+          "[compiler][ir][nvjitlink]") {
+  REQUIRE(runtime::tier0_available());
   for (LayoutKind layout : {LayoutKind::fixed, LayoutKind::packed}) {
     for (StatePrecision state : {StatePrecision::bf16, StatePrecision::fp32}) {
-      for (bool fp32_output : {false, true}) {
-        const ir::TokenKernelConfig config{.layout = layout, .state = state, .fp32_output = fp32_output};
+      for (bool checkpoints : {false, true}) {
         for (const char* name : {"sm_80", "sm_90", "sm_90a", "sm_100a", "sm_120a"}) {
-          INFO(to_string(layout) << " state " << to_string(state) << (fp32_output ? " fp32 out " : " bf16 out ") << name);
-          const Target t = test::target_named(name);
-          llvm::LLVMContext context;
-          const std::unique_ptr<llvm::Module> module = ir::emit_token_kernel(context, config);
-          REQUIRE_NOTHROW(ir::verify_module(*module));
-          const std::string ptx = ir::emit_ptx(*module, t);
-          CHECK(read_ptx_header(ptx).target == t.arch());
-          CHECK_THAT(ptx, Contains(".entry kda_token_prefill") && Contains("bar.sync") && Contains("shfl.sync.bfly") &&
-                              Contains(".maxntid 128"));
-          const runtime::LinkedCubin linked = runtime::link_ptx(ptx, t, "kda_token_prefill.ll.ptx");
-          const auto resources = runtime::parse_ptxas_resource_log(linked.info_log);
-          REQUIRE(resources.contains("kda_token_prefill"));
-          const auto& r = resources.at("kda_token_prefill");
-          CHECK(r.registers <= 255);
-          if (t.name == "sm_80") {
+          KernelPlan plan = test::lower_shipped("token_llvm", name, layout, state, checkpoints);
+          REQUIRE(plan.token);
+          plan.token->fp32_output = checkpoints; // both output dtypes, in half the builds
+          INFO(to_string(layout) << " state " << to_string(state) << (checkpoints ? " checkpoints, fp32 out " : " ")
+                                 << name);
+          const runtime::Tier0Build b = runtime::build_tier0(plan);
+          const std::string& entry = plan.token->entry_name;
+          CHECK(read_ptx_header(b.ptx).target == plan.target.arch());
+          CHECK_THAT(b.ptx, Contains(".entry " + entry) && Contains("bar.sync") && Contains("shfl.sync.bfly") &&
+                                Contains(".maxntid 128") && Contains(".extern .shared") && Contains("ld.param"));
+          CHECK((b.ptx.find("st.global.f32") != std::string::npos) == (plan.token->fp32_output || state == StatePrecision::fp32));
+          CHECK(test::is_elf(b.cubin, 1000));
+          CHECK(b.resources.registers <= 255);
+          if (plan.target.name == "sm_80") {
             // nvJitLink's ptxas (13.0) gives the sm_80 build 255 registers and a
             // few hundred bytes of spills, where the standalone ptxas 13.0
             // allocates 176 registers for the same PTX without any
-            CHECK(r.spill_store_bytes <= 512);
-            CHECK(r.spill_load_bytes <= 512);
+            CHECK(b.resources.spill_store_bytes <= 512);
+            CHECK(b.resources.spill_load_bytes <= 512);
           } else {
-            CHECK(r.spill_store_bytes == 0);
-            CHECK(r.spill_load_bytes == 0);
+            CHECK(b.resources.spill_store_bytes == 0);
+            CHECK(b.resources.spill_load_bytes == 0);
           }
         }
       }
     }
   }
+}
+
+TEST_CASE("token kernel IR: the module is deterministic and names every feature it compiles in", "[compiler][ir]") {
+  const KernelPlan plain = test::lower_shipped("token_llvm", "sm_90", LayoutKind::packed, StatePrecision::bf16, false);
+  const KernelPlan with = test::lower_shipped("token_llvm", "sm_90", LayoutKind::packed, StatePrecision::bf16, true);
+  const std::string a = runtime::tier0_ir(plain).text;
+  CHECK(a == runtime::tier0_ir(plain).text);
+  CHECK_THAT(a, Contains("define void @" + plain.token->entry_name) && Contains("byval([") &&
+                    Contains("@kda_token_ring = external addrspace(3) global [0 x i8]") && Contains("seq_order") &&
+                    Contains("state_indices") && Contains("cu_seqlens"));
+  CHECK(a.find("checkpoint") == std::string::npos);
+  const std::string b = runtime::tier0_ir(with).text;
+  CHECK_THAT(b, Contains("checkpoint_starts") && Contains("checkpoint_chunks"));
+  const KernelPlan fixed = test::lower_shipped("token_llvm", "sm_90", LayoutKind::fixed, StatePrecision::bf16, false);
+  const std::string c = runtime::tier0_ir(fixed).text;
+  CHECK_THAT(c, Contains("seq_len"));
+  CHECK(c.find("seq_order") == std::string::npos); // fixed layouts take no order
+  CHECK(c.find("cu_seqlens") == std::string::npos);
+}
+
+TEST_CASE("token kernel IR: a CUDA-family plan has no token kernel", "[compiler][ir]") {
+  const KernelPlan plan = test::lower_shipped("portable_c16", "sm_90", LayoutKind::fixed, StatePrecision::bf16, false);
+  CHECK_FALSE(plan.token);
+  CHECK_THROWS_AS(runtime::tier0_ir(plan), InternalError);
 }

@@ -29,8 +29,8 @@ ContractReport run(ContractCase c) {
 const std::vector<std::int64_t> k_lengths = {0, 5, 16, 17, 31, 32, 33, 48, 49, 64, 65, 96, 130, 0, 700};
 
 // The families that run on the H200, each forced (the routed choice is
-// sm90_wgmma_c32), the tcgen05 plans through their sm_90a proxy and the SM120
-// designs through the sm_120a proxy.
+// sm90_wgmma_c32), the tcgen05 plans through their sm_90a proxy, the SM120
+// designs through the sm_120a proxy, and the LLVM tier's token kernel.
 struct Design {
   std::string schedule;
   std::optional<std::string> target;
@@ -38,7 +38,8 @@ struct Design {
 const std::vector<Design> k_designs = {{"sm90_wgmma_c32", std::nullopt},  {"sm90_wgmma_c16", std::nullopt},
                                        {"portable_c16", std::nullopt},    {"sm100_m128_c32", "sm_90a_proxy"},
                                        {"sm100_m64_c32", "sm_90a_proxy"}, {"sm100_n16_c16", "sm_90a_proxy"},
-                                       {"sm120_decomposed_c16", "sm_120a_proxy"}, {"sm120_c32", "sm_120a_proxy"}};
+                                       {"sm120_decomposed_c16", "sm_120a_proxy"}, {"sm120_c32", "sm_120a_proxy"},
+                                       {"token_llvm", std::nullopt}};
 
 } // namespace
 

@@ -1,11 +1,12 @@
-// [gpu] The LLVM tier's token-recurrent kernel (compiler/ir/token_kernel),
-// IR -> PTX by LLVM -> cubin by nvJitLink -> launched through the driver,
-// against the fp64 token reference: with fp32 outputs and an fp32 state it is
-// the GPU oracle (relative RMS <= 1e-5 per sequence and head, up to 8,192
-// tokens); with bf16 outputs and state it meets spec section 8 (1e-2).
-// Outputs are poisoned first, so an unwritten element fails.
-#include "compiler/ir/nvptx_codegen.hpp"
-#include "compiler/ir/token_kernel.hpp"
+// [gpu] The LLVM tier's token-recurrent kernel (the `token_llvm` plan,
+// compiler/ir/token_kernel): IR -> PTX by LLVM -> cubin by nvJitLink ->
+// launched through the driver with the plan's argument struct, against the
+// fp64 token reference: with fp32 outputs (a plan the test owns) and an fp32
+// state it is the GPU oracle (relative RMS <= 1e-5 per sequence and head, up
+// to 8,192 tokens); with bf16 outputs and state it meets spec section 8
+// (1e-2). Outputs are poisoned first, so an unwritten element fails. The
+// routed path (kda::prefill with family token) runs in the contract and
+// prefill matrices (test_gpu_contract.cpp, test_gpu_prefill.cpp).
 #include "compiler/schedule_fixtures.hpp"
 #include "device_array.hpp"
 #include "device_inputs.hpp"
@@ -15,12 +16,10 @@
 #include "runtime/context.hpp"
 #include "runtime/cuda_driver.hpp"
 #include "runtime/loaded_module.hpp"
-#include "runtime/ptx_linker.hpp"
+#include "runtime/arg_pack.hpp"
+#include "runtime/tier0_build.hpp"
 
 #include <catch2/catch.hpp>
-
-#include <llvm/IR/LLVMContext.h>
-#include <llvm/IR/Module.h>
 
 #include <algorithm>
 #include <cmath>
@@ -31,10 +30,16 @@ namespace rt = reference::testing;
 
 namespace {
 
+struct TokenConfig {
+  LayoutKind layout = LayoutKind::fixed;
+  StatePrecision state = StatePrecision::bf16;
+  bool fp32_output = false;
+};
+
 struct TokenCase {
   std::string label;
   rt::ProblemSpec spec;
-  ir::TokenKernelConfig config;
+  TokenConfig config;
   bool with_state = true;
   bool int32_offsets = false;
   double tolerance = 1e-2;
@@ -45,13 +50,15 @@ struct Worst {
   double state = 0.0;
 };
 
-runtime::LoadedModule load_token_kernel(const ir::TokenKernelConfig& config) {
-  const Target target = test::target_named("sm_90a");
-  llvm::LLVMContext context;
-  const std::unique_ptr<llvm::Module> module = ir::emit_token_kernel(context, config);
-  const runtime::LinkedCubin linked = runtime::link_ptx(ir::emit_ptx(*module, target), target, "kda_token_prefill");
-  return runtime::LoadedModule::load(std::vector<std::uint8_t>(linked.cubin.begin(), linked.cubin.end()),
-                                     {ir::k_token_kernel_entry});
+KernelPlan token_plan(const TokenConfig& config) {
+  KernelPlan plan = test::lower_shipped("token_llvm", "sm_90a", config.layout, config.state);
+  plan.token->fp32_output = config.fp32_output;
+  return plan;
+}
+
+runtime::LoadedModule load_token_kernel(const KernelPlan& plan) {
+  const runtime::Tier0Build b = runtime::build_tier0(plan);
+  return runtime::LoadedModule::load(b.cubin, {plan.token->entry_name});
 }
 
 Worst run_token_case(const TokenCase& c, std::uint64_t seed) {
@@ -84,28 +91,31 @@ Worst run_token_case(const TokenCase& c, std::uint64_t seed) {
   test::DeviceArray out(out_elems * (fp32_out ? 4 : 2));
   out.poison();
 
-  const runtime::LoadedModule module = load_token_kernel(c.config);
+  const KernelPlan plan = token_plan(c.config);
+  const runtime::LoadedModule module = load_token_kernel(plan);
   const bool packed = c.config.layout == LayoutKind::packed;
-  void* q = device.q.data();
-  void* k = device.k.data();
-  void* v = device.v.data();
-  void* g = device.g.data();
-  void* beta = device.beta.data();
-  void* a_log = device.a_log.data();
-  void* dt_bias = device.dt_bias.data();
-  void* o = out.data();
+  ArgValues values(plan.abi);
+  values.set("q", device.q.data()).set("k", device.k.data()).set("v", device.v.data()).set("g", device.g.data());
+  values.set("beta", device.beta.data()).set("a_log", device.a_log.data()).set("dt_bias", device.dt_bias.data());
+  values.set("out", out.data());
   void* s = c.with_state ? state.data() : nullptr;
-  void* cu = packed ? (c.int32_offsets ? device.cu32.data() : device.cu64.data()) : nullptr;
-  std::int64_t seq_len = packed ? 0 : c.spec.tokens;
-  std::int64_t beta_stride = c.spec.beta_row_stride > 0 ? c.spec.beta_row_stride : heads;
-  std::int32_t h32 = static_cast<std::int32_t>(heads);
-  std::int32_t offsets_i64 = c.int32_offsets ? 0 : 1;
-  float scale = 1.0F / std::sqrt(128.0F);
-  float lower_bound = -5.0F;
-  void* args[] = {&q, &k, &v, &g, &beta, &a_log, &dt_bias, &o, &s, &cu,
-                  &seq_len, &beta_stride, &h32, &offsets_i64, &scale, &lower_bound};
-  runtime::launch(module.function(ir::k_token_kernel_entry).function,
-                  {static_cast<unsigned>(n_seq), static_cast<unsigned>(heads), 1}, {128, 1, 1}, 0, nullptr, args);
+  values.set("state_in", static_cast<const void*>(s)).set("state_out", static_cast<const void*>(s));
+  values.set("cu_seqlens", packed ? (c.int32_offsets ? device.cu32.data() : device.cu64.data()) : nullptr);
+  values.set("chunk_offsets", static_cast<const void*>(nullptr)).set("workspace", static_cast<const void*>(nullptr));
+  values.set("beta_token_stride", std::int64_t{c.spec.beta_row_stride > 0 ? c.spec.beta_row_stride : heads});
+  values.set("seq_len", std::int64_t{packed ? 0 : c.spec.tokens}).set("total_tokens", problem.total_tokens());
+  values.set("num_seqs", static_cast<std::int32_t>(n_seq)).set("heads", static_cast<std::int32_t>(heads));
+  values.set("offsets_i64", std::int32_t{c.int32_offsets ? 0 : 1});
+  values.set("scale", 1.0F / std::sqrt(128.0F)).set("gate_scale", static_cast<float>(-5.0 * 1.4426950408889634));
+  values.set("ready_flags", static_cast<const void*>(nullptr)).set("ready_epoch", std::int32_t{0});
+  values.set("chunk_begin", std::int32_t{0}).set("chunk_major", std::int32_t{0});
+  values.set("state_indices", static_cast<const void*>(nullptr)).set("state_slot_stride", heads * 128 * 128);
+  values.set("seq_order", static_cast<const void*>(nullptr)).set("checkpoints", static_cast<const void*>(nullptr));
+  values.set("checkpoint_starts", static_cast<const void*>(nullptr)).set("checkpoint_chunks", std::int32_t{0});
+  void* args[] = {const_cast<std::uint8_t*>(values.packed().data())};
+  runtime::launch(module.function(plan.token->entry_name).function,
+                  {static_cast<unsigned>(n_seq), static_cast<unsigned>(heads), 1}, {128, 1, 1},
+                  static_cast<unsigned>(plan.token->dynamic_smem), nullptr, args);
   runtime::check_cu(runtime::driver_api().cuCtxSynchronize(), "cuCtxSynchronize", "the token kernel");
 
   std::vector<std::uint8_t> out_bytes(out.bytes());
@@ -166,8 +176,8 @@ rt::ProblemSpec packed(std::vector<std::int64_t> lengths, std::int64_t heads) {
 } // namespace
 
 TEST_CASE("gpu: the LLVM token kernel in fp32 is an oracle within 1e-5 of the fp64 reference", "[gpu][ir][tier0]") {
-  const ir::TokenKernelConfig fixed32{.layout = LayoutKind::fixed, .state = StatePrecision::fp32, .fp32_output = true};
-  const ir::TokenKernelConfig packed32{.layout = LayoutKind::packed, .state = StatePrecision::fp32, .fp32_output = true};
+  const TokenConfig fixed32{.layout = LayoutKind::fixed, .state = StatePrecision::fp32, .fp32_output = true};
+  const TokenConfig packed32{.layout = LayoutKind::packed, .state = StatePrecision::fp32, .fp32_output = true};
   const std::vector<TokenCase> cases = {
       {"fixed 1x8192 H1", fixed(1, 8192, 1), fixed32, true, false, 1e-5},
       {"fixed 2x300 H3", fixed(2, 300, 3), fixed32, true, false, 1e-5},

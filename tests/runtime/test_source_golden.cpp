@@ -1,5 +1,6 @@
 // Each generatable shipped schedule has a golden hash of its generated source
-// (tests/golden/source_hashes.json) for each target and the default shape key.
+// (tests/golden/source_hashes.json) for each target and the default shape key:
+// the CUDA source, or for the llvm backend the LLVM IR.
 // A change to templates/, the emitter or a schedule changes it; update the
 // file deliberately (the failure prints the new value) and say why in the
 // commit.
@@ -10,6 +11,7 @@
 #include "compiler/lower/family_recipe.hpp"
 #include "compiler/schedule_library.hpp"
 #include "compiler/validated_schedule.hpp"
+#include "runtime/tier0_codegen.hpp"
 #include "test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -27,8 +29,9 @@ TEST_CASE("generated sources match their golden hashes", "[compiler][emit][golde
       continue;
     }
     for (const std::string& target : s.targets) {
-      const CudaSource src = emit_cuda(lower(validate(s, *find_target(target)), ShapeKey{}));
-      current[s.name][target] = cache::sha256_hex(src.text);
+      const KernelPlan plan = lower(validate(s, *find_target(target)), ShapeKey{});
+      current[s.name][target] =
+          cache::sha256_hex(plan.backend == Backend::llvm ? runtime::tier0_ir(plan).text : emit_cuda(plan).text);
     }
   }
   INFO("current hashes (copy into tests/golden/source_hashes.json when the change is deliberate):\n"

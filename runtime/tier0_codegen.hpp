@@ -1,0 +1,26 @@
+/// \file
+/// How the runtime reaches the LLVM tier's code generator (compiler/ir/tier0.hpp).
+/// LLVM is linked into libkdajit.so only; the runtime library refers to the
+/// generator weakly, so that a binary without it (one built without
+/// KDAJIT_LLVM_TIER, or linking neither libkdajit.so nor kdajit_ir) still
+/// links, and a `token`-family kernel there is a ToolchainError that says so.
+#pragma once
+
+#include "compiler/ir/tier0.hpp"
+#include "compiler/kernel_plan.hpp"
+#include "compiler/target.hpp"
+
+#include <string>
+
+namespace kda::runtime {
+
+/// Whether this process can write tier-0 kernels.
+bool tier0_available();
+
+/// compiler/ir/tier0.hpp's functions; ToolchainError when !tier0_available().
+tier0::Tier0Ir tier0_ir(const KernelPlan& plan);
+tier0::Tier0Ptx tier0_ptx(const KernelPlan& plan);
+std::string tier0_ptx_from_ir(const std::string& ir_text, const Target& target, const std::string& name);
+std::string tier0_llvm_version();
+
+} // namespace kda::runtime
