@@ -219,6 +219,10 @@ struct TokenKernelPlan {
   std::int64_t k_offset = 0;     ///< fp32 [128] raw k
   std::int64_t alpha_offset = 0; ///< fp32 [128] per-key decay
   std::int64_t norm_sums_offset = 0; ///< fp32 [warps][2] partial sums of q^2 and k^2
+  /// registers: value row v in thread v's registers (unrolled code); shared:
+  /// an fp32 [128 keys][128 value rows] image at `state_offset` (rolled loops)
+  StateResidence residence = StateResidence::registers;
+  std::int64_t state_offset = 0;
   std::int64_t dynamic_smem = 0;
   LayoutKind layout = LayoutKind::fixed;
   StatePrecision state = StatePrecision::bf16; ///< the state tensor in memory

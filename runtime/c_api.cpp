@@ -144,6 +144,9 @@ kda::PrefillArgs to_prefill_args(const kda_prefill_args& c, kda::PrefillOptions&
     a.checkpoint_cu_starts = to_tensor("checkpoint_cu_starts", args->checkpoint_cu_starts);
     a.checkpoint_every_n_tokens = args->checkpoint_every_n_tokens;
   }
+  if (has_field(*args, offsetof(kda_prefill_args, tiered), sizeof(std::int32_t)) && args->tiered >= 0) {
+    options.tiered = args->tiered != 0;
+  }
   if (has_field(*args, offsetof(kda_prefill_args, prepare_overlap), sizeof(std::int32_t))) {
     options.prepare_overlap = args->prepare_overlap != 0;
   }
@@ -244,6 +247,8 @@ void kda_prefill_args_init(kda_prefill_args* args) {
   args->ssm_state_indices = args->seq_order = args->state_checkpoints = args->checkpoint_cu_starts = empty_tensor();
   args->checkpoint_every_n_tokens = 0;
   args->prepare_overlap = 1;
+  args->tiered = -1;
+  args->ran_tier = nullptr;
   args->scale = 1.0 / std::sqrt(128.0);
   args->lower_bound = -5.0;
 }
@@ -266,6 +271,9 @@ kda_status kda_recurrent_prefill(const kda_prefill_args* args, void** out_ptr, v
     kda::PrefillOptions options;
     const kda::PrefillArgs a = to_prefill_args(*args, options);
     kda::PrefillResult r = kda::recurrent_kda_prefill(a, options);
+    if (has_field(*args, offsetof(kda_prefill_args, ran_tier), sizeof(std::int32_t*)) && args->ran_tier != nullptr) {
+      *args->ran_tier = r.tier == kda::KernelTier::tier0 ? 1 : 0;
+    }
     if (out_ptr != nullptr) {
       *out_ptr = r.out;
     }

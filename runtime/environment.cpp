@@ -43,6 +43,19 @@ bool jit_disabled_by_environment() {
   return off.value_or(false);
 }
 
+bool tiered_by_environment() {
+  const char* text = std::getenv("KDAJIT_TIERED");
+  if (text == nullptr) {
+    return false;
+  }
+  const std::optional<bool> on = parse_switch(text);
+  if (!on) {
+    cache::warn_once(cache::CacheWarning::bad_tiered, cache::stderr_warning_sink(),
+                     fmt::format("ignored KDAJIT_TIERED={}: it takes 1 (tiered JIT) or 0 (off); it stays off", text));
+  }
+  return on.value_or(false);
+}
+
 std::optional<double> prepare_lead_from_environment() {
   const char* text = std::getenv("KDAJIT_PREPARE_LEAD");
   if (text == nullptr) {

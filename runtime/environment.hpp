@@ -19,6 +19,10 @@ std::optional<double> parse_fraction(std::string_view text);
 /// KDAJIT_DISABLE_JIT=1 turns JIT compilation off.
 bool jit_disabled_by_environment();
 
+/// KDAJIT_TIERED=1: eager calls use the tiered JIT unless PrefillOptions::tiered
+/// says otherwise (anything but 0 or 1 is ignored with a warning).
+bool tiered_by_environment();
+
 /// KDAJIT_PREPARE_LEAD=F (a measurement aid: the overlap's lead as F x the
 /// chunks per sequence), nullopt when unset.
 std::optional<double> prepare_lead_from_environment();

@@ -306,6 +306,16 @@ cache::CurrentIdentity KernelRegistry::current_identity() {
 
 std::shared_ptr<const PreparedKernel> KernelRegistry::prepare(const Schedule& schedule, const Target& target,
                                                               const ShapeKey& shape) {
+  return prepare_kernel(schedule, target, shape, OnMiss::build);
+}
+
+std::shared_ptr<const PreparedKernel> KernelRegistry::prepare_if_built(const Schedule& schedule, const Target& target,
+                                                                       const ShapeKey& shape) {
+  return prepare_kernel(schedule, target, shape, OnMiss::give_up);
+}
+
+std::shared_ptr<const PreparedKernel> KernelRegistry::prepare_kernel(const Schedule& schedule, const Target& target,
+                                                                     const ShapeKey& shape, OnMiss on_miss) {
   const auto memo_view = SlotLess::prepared_view(schedule.name, &schedule, target.name, shape);
   {
     std::lock_guard lock(m_mutex);
@@ -336,6 +346,13 @@ std::shared_ptr<const PreparedKernel> KernelRegistry::prepare(const Schedule& sc
   {
     std::lock_guard lock(m_mutex);
     jit = m_jit_enabled;
+  }
+  if (on_miss == OnMiss::give_up) {
+    cache::LookupResult found = m_cache->lookup(key);
+    if (!found.hit()) {
+      return nullptr;
+    }
+    entry = found.entry;
   }
   if (!entry && !jit) {
     cache::LookupResult found = m_cache->lookup(key);

@@ -62,6 +62,10 @@ public:
   /// The compiled kernel for (schedule, target, shape): no GPU needed.
   std::shared_ptr<const PreparedKernel> prepare(const Schedule& schedule, const Target& target,
                                                 const ShapeKey& shape);
+  /// The same kernel only when it needs no compile (this registry has it, a
+  /// bundle or the disk cache does); nullptr otherwise (the tiered JIT's test).
+  std::shared_ptr<const PreparedKernel> prepare_if_built(const Schedule& schedule, const Target& target,
+                                                         const ShapeKey& shape);
 
   /// The kernel's module loaded into the calling thread's current context
   /// (each entry's max dynamic SMEM set from the plan).
@@ -88,6 +92,9 @@ private:
   std::shared_ptr<const cache::CacheEntry> from_bundles(cache::CacheKeyFields fields);
   /// After this registry's first compile: cache::collect_over_cap once.
   void collect_once();
+  enum class OnMiss { build, give_up };
+  std::shared_ptr<const PreparedKernel> prepare_kernel(const Schedule& schedule, const Target& target,
+                                                       const ShapeKey& shape, OnMiss on_miss);
 
 
   /// prepare()'s memo key: the schedule (name and object), the target and

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+
 #include <utility>
 
 namespace kda::runtime {
@@ -36,6 +38,7 @@ LoadedModule LoadedModule::load(const std::vector<std::uint8_t>& cubin, const st
   KDA_INTERNAL_ASSERT(!cubin.empty(), "LoadedModule::load needs a cubin");
   LoadedModule out;
   out.m_context = ensure_current_context();
+  const auto start = std::chrono::steady_clock::now();
   check_cu(driver_api().cuModuleLoadData(&out.m_module, cubin.data()), "cuModuleLoadData",
            fmt::format("loading a {}-byte cubin", cubin.size()));
   for (const std::string& name : entry_names) {
@@ -51,12 +54,13 @@ LoadedModule LoadedModule::load(const std::vector<std::uint8_t>& cubin, const st
       out.set_max_dynamic_smem(name, max_dynamic_smem_bytes);
     }
   }
+  out.m_load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;
 }
 
 LoadedModule::LoadedModule(LoadedModule&& other) noexcept
     : m_module(std::exchange(other.m_module, nullptr)), m_context(std::exchange(other.m_context, nullptr)),
-      m_functions(std::move(other.m_functions)) {}
+      m_functions(std::move(other.m_functions)), m_load_ms(other.m_load_ms) {}
 
 LoadedModule& LoadedModule::operator=(LoadedModule&& other) noexcept {
   if (this != &other) {
@@ -64,6 +68,7 @@ LoadedModule& LoadedModule::operator=(LoadedModule&& other) noexcept {
     m_module = std::exchange(other.m_module, nullptr);
     m_context = std::exchange(other.m_context, nullptr);
     m_functions = std::move(other.m_functions);
+    m_load_ms = other.m_load_ms;
   }
   return *this;
 }

@@ -61,6 +61,8 @@ public:
 
   CUmodule module() const { return m_module; }
   CUcontext context() const { return m_context; }
+  /// Wall time of load(): cuModuleLoadData and the entry lookups (`kdajit first-call`).
+  double load_ms() const { return m_load_ms; }
 
 private:
   LoadedModule() = default;
@@ -70,6 +72,7 @@ private:
   CUmodule m_module = nullptr;
   CUcontext m_context = nullptr;
   std::vector<LoadedFunction> m_functions;
+  double m_load_ms = 0.0;
 };
 
 /// How a launch orders against the kernel before it in the stream.

@@ -5,6 +5,7 @@
 #include "runtime/cuda_driver.hpp"
 #include "runtime/nvrtc_library.hpp"
 #include "runtime/overlap_streams.hpp"
+#include "runtime/environment.hpp"
 #include "runtime/prefill_call.hpp"
 #include "runtime/stream_workspace.hpp"
 
@@ -94,10 +95,13 @@ PrefillResult recurrent_kda_prefill(const PrefillArgs& args, const PrefillOption
                                 "and shares a per-stream workspace); capture kda::PrefillPlan::run with a "
                                 "caller-owned workspace instead");
   }
-  const CallKernel k = prepare_call_kernel(s, args.lower_bound);
+  const bool tiered = options.tiered.value_or(runtime::tiered_by_environment());
+  const CallKernel k = tiered ? prepare_tiered_call_kernel(s, args.lower_bound, options)
+                              : prepare_call_kernel(s, args.lower_bound);
   const KernelPlan& plan = k.plan();
 
   PrefillResult result;
+  result.tier = k.tier;
   result.schedule = plan.schedule_name;
   result.target = plan.target.name;
   result.out = const_cast<void*>(args.out.data);

@@ -67,43 +67,6 @@ const TuningTable& tuning_table() {
   return k_table;
 }
 
-// Route decisions are memoised by what decides them (a tuple, not a
-// formatted string: this runs on every call's dispatch path).
-using RouteMemoKey = std::tuple<int, int, int, int, int, int, int, bool, std::int64_t, std::string, double,
-                                std::string, int, int, bool, bool, std::int64_t>;
-
-const RouteDecision& route_memo(const DeviceDescription& d, const ProblemShape& p, const PrefillOptions& options) {
-  static std::mutex mutex;
-  static std::map<RouteMemoKey, RouteDecision> memo;
-  const ShapeClass shape = shape_class(static_cast<std::int64_t>(p.num_seqs) * p.heads, d.sm_count);
-  RouteMemoKey key{d.cc_major,
-                   d.cc_minor,
-                   d.sm_count,
-                   d.nvrtc_major,
-                   d.nvrtc_minor,
-                   static_cast<int>(p.layout),
-                   static_cast<int>(p.state_dtype),
-                   p.state_in || p.state_out,
-                   p.heads,
-                   options.schedule.value_or(""),
-                   p.lower_bound.value_or(0.0),
-                   options.target.value_or(""),
-                   static_cast<int>(shape),
-                   options.family ? static_cast<int>(*options.family) : -1,
-                   p.state_pool,
-                   p.seq_order,
-                   p.checkpoint_interval};
-  std::lock_guard lock(mutex);
-  auto it = memo.find(key);
-  if (it == memo.end()) {
-    it = memo.emplace(std::move(key),
-                      route(available_schedules(), d, p,
-                            RouteRequest{options.schedule, options.family, &tuning_table(), options.target,
-                                         selftest_trust(tuning_table(), selftest_environment(d))}))
-             .first;
-  }
-  return it->second;
-}
 
 runtime::Dim3 grid_of(const EntryPlan& e, const ProblemShape& p, const KernelPlan& plan) {
   const std::int64_t chunk = plan.tiles.chunk_size;
@@ -209,6 +172,44 @@ void launch_resolved(const ResolvedLaunch& l, const std::vector<std::uint8_t>& p
 }
 
 } // namespace
+
+// Route decisions are memoised by what decides them (a tuple, not a
+// formatted string: this runs on every call's dispatch path).
+using RouteMemoKey = std::tuple<int, int, int, int, int, int, int, bool, std::int64_t, std::string, double,
+                                std::string, int, int, bool, bool, std::int64_t>;
+
+const RouteDecision& route_memo(const DeviceDescription& d, const ProblemShape& p, const PrefillOptions& options) {
+  static std::mutex mutex;
+  static std::map<RouteMemoKey, RouteDecision> memo;
+  const ShapeClass shape = shape_class(static_cast<std::int64_t>(p.num_seqs) * p.heads, d.sm_count);
+  RouteMemoKey key{d.cc_major,
+                   d.cc_minor,
+                   d.sm_count,
+                   d.nvrtc_major,
+                   d.nvrtc_minor,
+                   static_cast<int>(p.layout),
+                   static_cast<int>(p.state_dtype),
+                   p.state_in || p.state_out,
+                   p.heads,
+                   options.schedule.value_or(""),
+                   p.lower_bound.value_or(0.0),
+                   options.target.value_or(""),
+                   static_cast<int>(shape),
+                   options.family ? static_cast<int>(*options.family) : -1,
+                   p.state_pool,
+                   p.seq_order,
+                   p.checkpoint_interval};
+  std::lock_guard lock(mutex);
+  auto it = memo.find(key);
+  if (it == memo.end()) {
+    it = memo.emplace(std::move(key),
+                      route(available_schedules(), d, p,
+                            RouteRequest{options.schedule, options.family, &tuning_table(), options.target,
+                                         selftest_trust(tuning_table(), selftest_environment(d))}))
+             .first;
+  }
+  return it->second;
+}
 
 // An upper bound of the chunks of all sequences x heads.
 std::int64_t workspace_records(const KernelPlan& plan, const ProblemShape& p) {

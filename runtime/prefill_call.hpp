@@ -10,6 +10,7 @@
 #include "runtime/check_args.hpp"
 #include "runtime/device_info.hpp"
 #include "runtime/kernel_registry.hpp"
+#include "kdajit/kda.hpp"
 #include "kdajit/prefill_args.hpp"
 #include "runtime/prepare_overlap.hpp"
 #include "runtime/router.hpp"
@@ -43,14 +44,27 @@ std::optional<int> device_of_pointer(const void* p);
 /// Checks the arguments (TensorError) and routes them on the current device.
 CallSetup set_up_call(const PrefillArgs& args, const PrefillOptions& options);
 
+/// The route of a call on a device, memoised by what decides it.
+const RouteDecision& route_memo(const DeviceDescription& device, const ProblemShape& problem,
+                                const PrefillOptions& options);
+
 /// The routed schedule's kernel, compiled or found, and its module loaded in
 /// the current context; lower_bound checked against the schedule first.
 struct CallKernel {
   std::shared_ptr<const PreparedKernel> kernel;
   const runtime::LoadedModule* module = nullptr;
+  KernelTier tier = KernelTier::routed;
   const KernelPlan& plan() const { return kernel->plan; }
 };
 CallKernel prepare_call_kernel(const CallSetup& setup, double lower_bound);
+
+/// The same with the tiered JIT (PrefillOptions::tiered): the routed kernel
+/// when it needs no compile; otherwise its build starts in the background
+/// (runtime/background_compiles.hpp) and the call gets the LLVM tier's
+/// token kernel (schedule token_llvm, routed for the same problem). Where
+/// tier 0 cannot take the call (it is ineligible, or this build has no LLVM
+/// tier) the call waits for the routed kernel, as without tiers.
+CallKernel prepare_tiered_call_kernel(const CallSetup& setup, double lower_bound, const PrefillOptions& options);
 
 /// Bytes of the workspace a call of `p` needs: the sequence table, the
 /// records, the per-CTA scratch.

@@ -1,9 +1,12 @@
 /// \file
 /// How the runtime reaches the LLVM tier's code generator (compiler/ir/tier0.hpp).
-/// LLVM is linked into libkdajit.so only; the runtime library refers to the
-/// generator weakly, so that a binary without it (one built without
-/// KDAJIT_LLVM_TIER, or linking neither libkdajit.so nor kdajit_ir) still
-/// links, and a `token`-family kernel there is a ToolchainError that says so.
+/// LLVM is linked into libkdajit.so only. Inside it the runtime calls the
+/// generator directly; a binary that carries the runtime itself (the kdajit
+/// CLI, the tests) opens the libkdajit.so of its build beside it
+/// (KDAJIT_LIBRARY, then ../package/ and ../<libdir>/ from the binary, then
+/// the loader's path) and takes only the generator's table from it, checked
+/// to be the same build. Without either, a `token`-family kernel is a
+/// ToolchainError that says why.
 #pragma once
 
 #include "compiler/ir/tier0.hpp"

@@ -133,6 +133,14 @@ usage:
       --planned: also PrefillPlan::run and a CUDA graph of one run replayed.
       The first workload's host time per call is printed for each path, with
       the driver calls it makes and its time outside them.
+  kdajit first-call [--workload W] [--processes N] [--json]
+      The wall time of a process's first call of workload W (default
+      h96_mixed, GPU needed): N new processes (default 5), each with its
+      context and inputs made before the clock, an empty kernel cache and no
+      bundle, once with the tiered JIT (the LLVM tier's token kernel answers
+      while NVRTC builds the routed one in the background) and once without;
+      the medians, with the steps (IR, PTX, cubin or NVRTC, module load, the
+      rest) and a second, warm call.
   kdajit --help | help        this text
   kdajit --version [--json]   the version
 
@@ -229,6 +237,9 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   if (args[0] == "verify") {
     return verify_command(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
+  }
+  if (args[0] == "first-call") {
+    return first_call_command(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   }
   if (args[0] == "bench") {
     return bench_command(std::vector<std::string>(args.begin() + 1, args.end()), out, err);

@@ -33,6 +33,7 @@ int selftest_command(const std::vector<std::string>& args, std::ostream& out, st
 int tune_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int verify_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int bench_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int first_call_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int emit_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int schedule_explain_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 

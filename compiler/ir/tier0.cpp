@@ -70,3 +70,15 @@ std::string llvm_version() {
 }
 
 } // namespace kda::tier0
+
+extern "C" const kda::tier0::Api* kda_internal_tier0_api_v1(const char** generator_id) {
+  static const kda::tier0::Api k_api{.version = 1,
+                                     .ir_text = &kda::tier0::ir_text,
+                                     .ptx = &kda::tier0::ptx,
+                                     .ptx_from_ir = &kda::tier0::ptx_from_ir,
+                                     .llvm_version = &kda::tier0::llvm_version};
+  if (generator_id != nullptr) {
+    *generator_id = KDAJIT_TIER0_BUILD_ID;
+  }
+  return &k_api;
+}

@@ -25,6 +25,7 @@ constexpr int k_warps = D / 32;
 constexpr unsigned k_global = 1;
 constexpr unsigned k_shared = 3;
 constexpr float k_norm_eps = 1e-6F;
+constexpr int k_keys_per_iteration = 8; // the SMEM-state kernel's key loops: 16 iterations
 
 using Values = std::vector<llvm::Value*>;
 
@@ -77,6 +78,18 @@ private:
   /// if (condition) { body } at the current point; the builder ends after it.
   template <class Body>
   void if_then(llvm::Value* condition, const char* name, Body body);
+  /// for c in [0, 128): acc = body(c, acc), in order, the body written
+  /// k_keys_per_iteration times per iteration of a loop that stays rolled
+  /// (its loads can be issued ahead of the serial accumulation); the final acc.
+  template <class Body>
+  Values for_keys(const char* name, const Values& init, Body body);
+  bool shared_state() const { return m_token.residence == StateResidence::shared; }
+  /// Element (key c, value row v = this thread) of the SMEM state image.
+  llvm::Value* state_at(llvm::Value* c) {
+    llvm::Value* byte = m_b.CreateAdd(c64(m_token.state_offset),
+                                      m_b.CreateMul(m_b.CreateAdd(m_b.CreateMul(c, c64(D)), m_thread), c64(4)));
+    return m_b.CreateInBoundsGEP(m_b.getInt8Ty(), m_smem, byte);
+  }
 
   struct Span {
     llvm::Value* begin;
@@ -87,6 +100,7 @@ private:
   Values load_state(llvm::Value* row_base);
   void store_state(const Values& s, llvm::Value* row_base);
   void store_checkpoint(const Values& s, llvm::Value* row);
+  void store_output(llvm::Value* result, llvm::Value* out_rows, llvm::Value* at);
   Values token_step(const Values& s, llvm::Value* t, llvm::Value* begin, const std::array<llvm::Value*, 4>& per_cta);
 
   llvm::LLVMContext& m_context;
@@ -155,6 +169,43 @@ void TokenKernelWriter::if_then(llvm::Value* condition, const char* name, Body b
   body();
   m_b.CreateBr(done);
   m_b.SetInsertPoint(done);
+}
+
+template <class Body>
+Values TokenKernelWriter::for_keys(const char* name, const Values& init, Body body) {
+  llvm::BasicBlock* before = m_b.GetInsertBlock();
+  llvm::BasicBlock* loop = llvm::BasicBlock::Create(m_context, name, m_kernel);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(m_context, fmt::format("{}_done", name), m_kernel);
+  m_b.CreateBr(loop);
+  m_b.SetInsertPoint(loop);
+  llvm::PHINode* c = m_b.CreatePHI(i64(), 2, "c");
+  c->addIncoming(c64(0), before);
+  std::vector<llvm::PHINode*> phis;
+  Values acc;
+  for (llvm::Value* v : init) {
+    phis.push_back(m_b.CreatePHI(v->getType(), 2));
+    phis.back()->addIncoming(v, before);
+    acc.push_back(phis.back());
+  }
+  Values next = acc;
+  for (int j = 0; j < k_keys_per_iteration; ++j) {
+    next = body(j == 0 ? static_cast<llvm::Value*>(c) : m_b.CreateAdd(c, c64(j)), next);
+  }
+  llvm::BasicBlock* latch = m_b.GetInsertBlock();
+  llvm::Value* c_next = m_b.CreateAdd(c, c64(k_keys_per_iteration));
+  c->addIncoming(c_next, latch);
+  for (std::size_t i = 0; i < phis.size(); ++i) {
+    phis[i]->addIncoming(next[i], latch);
+  }
+  llvm::BranchInst* back = m_b.CreateCondBr(m_b.CreateICmpSLT(c_next, c64(D)), loop, done);
+  // llvm.loop.unroll.disable: LLVM writes `.pragma "nounroll"` and ptxas
+  // keeps the loop rolled (unrolled, it takes as long as the register kernel)
+  llvm::MDNode* unroll = llvm::MDNode::get(m_context, llvm::MDString::get(m_context, "llvm.loop.unroll.disable"));
+  llvm::MDNode* loop_id = llvm::MDNode::getDistinct(m_context, {nullptr, unroll});
+  loop_id->replaceOperandWith(0, loop_id);
+  back->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
+  m_b.SetInsertPoint(done);
+  return next;
 }
 
 // Butterfly sum over the warp: every lane ends with the same bits (each step
@@ -236,9 +287,32 @@ TokenKernelWriter::Span TokenKernelWriter::sequence_span(llvm::Value* n) {
   return {first, m_b.CreateSub(last, first)};
 }
 
-// Value row v of the initial state (zeros without one).
+// Value row v of the initial state (zeros without one): the registers'
+// values, or column v of the SMEM image (nothing returned).
 Values TokenKernelWriter::load_state(llvm::Value* row_base) {
   llvm::Value* state = pointer_field("state_in");
+  if (shared_state()) {
+    llvm::BasicBlock* load = llvm::BasicBlock::Create(m_context, "load_state", m_kernel);
+    llvm::BasicBlock* zero = llvm::BasicBlock::Create(m_context, "zero_state", m_kernel);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(m_context, "state_loaded", m_kernel);
+    m_b.CreateCondBr(m_b.CreateIsNotNull(state), load, zero);
+    m_b.SetInsertPoint(load);
+    for_keys("load_state_keys", {}, [&](llvm::Value* c, const Values&) {
+      llvm::Value* index = m_b.CreateAdd(row_base, c);
+      m_b.CreateStore(m_token.state == StatePrecision::fp32 ? load_f32(state, index) : load_bf16(state, index),
+                      state_at(c));
+      return Values{};
+    });
+    m_b.CreateBr(done);
+    m_b.SetInsertPoint(zero);
+    for_keys("zero_state_keys", {}, [&](llvm::Value* c, const Values&) {
+      m_b.CreateStore(f(0.0F), state_at(c));
+      return Values{};
+    });
+    m_b.CreateBr(done);
+    m_b.SetInsertPoint(done);
+    return {};
+  }
   llvm::BasicBlock* from = m_b.GetInsertBlock();
   Values loaded;
   llvm::BasicBlock* load = nullptr;
@@ -262,6 +336,19 @@ Values TokenKernelWriter::load_state(llvm::Value* row_base) {
 void TokenKernelWriter::store_state(const Values& s, llvm::Value* row_base) {
   llvm::Value* state = pointer_field("state_out");
   if_then(m_b.CreateIsNotNull(state), "store_state", [&] {
+    if (shared_state()) {
+      for_keys("store_state_keys", {}, [&](llvm::Value* c, const Values&) {
+        llvm::Value* x = m_b.CreateLoad(f32(), state_at(c));
+        llvm::Value* index = m_b.CreateAdd(row_base, c);
+        if (m_token.state == StatePrecision::fp32) {
+          m_b.CreateStore(x, m_b.CreateInBoundsGEP(f32(), state, index));
+        } else {
+          store_bf16(x, state, index);
+        }
+        return Values{};
+      });
+      return;
+    }
     for (int k = 0; k < D; ++k) {
       llvm::Value* index = m_b.CreateAdd(row_base, c64(k));
       if (m_token.state == StatePrecision::fp32) {
@@ -278,6 +365,13 @@ void TokenKernelWriter::store_checkpoint(const Values& s, llvm::Value* row) {
   llvm::Value* base = m_b.CreateAdd(m_b.CreateMul(m_b.CreateAdd(m_b.CreateMul(row, m_heads), m_head), c64(D * D)),
                                     m_b.CreateMul(m_thread, c64(D)));
   llvm::Value* checkpoints = pointer_field("checkpoints");
+  if (shared_state()) {
+    for_keys("checkpoint_keys", {}, [&](llvm::Value* c, const Values&) {
+      store_bf16(m_b.CreateLoad(f32(), state_at(c)), checkpoints, m_b.CreateAdd(base, c));
+      return Values{};
+    });
+    return;
+  }
   for (int k = 0; k < D; ++k) {
     store_bf16(s[k], checkpoints, m_b.CreateAdd(base, c64(k)));
   }
@@ -320,6 +414,23 @@ Values TokenKernelWriter::token_step(const Values& s, llvm::Value* t, llvm::Valu
   };
   llvm::Value* rq = rsqrt(qq);
   llvm::Value* rk = rsqrt(kk);
+  if (shared_state()) { // the same two passes over column v of the SMEM image, rolled
+    llvm::Value* p = for_keys("decay_keys", {f(0.0F)}, [&](llvm::Value* c, const Values& acc) {
+      llvm::Value* decayed = m_b.CreateFMul(m_b.CreateLoad(f32(), state_at(c)),
+                                            m_b.CreateLoad(f32(), smem_f32(m_token.alpha_offset, slot, c)));
+      m_b.CreateStore(decayed, state_at(c));
+      return Values{fma(decayed, m_b.CreateLoad(f32(), smem_f32(m_token.k_offset, slot, c)), acc[0])};
+    })[0];
+    llvm::Value* uk = m_b.CreateFMul(m_b.CreateFMul(beta, m_b.CreateFSub(v, m_b.CreateFMul(p, rk))), rk);
+    llvm::Value* o = for_keys("update_keys", {f(0.0F)}, [&](llvm::Value* c, const Values& acc) {
+      llvm::Value* next = fma(uk, m_b.CreateLoad(f32(), smem_f32(m_token.k_offset, slot, c)),
+                              m_b.CreateLoad(f32(), state_at(c)));
+      m_b.CreateStore(next, state_at(c));
+      return Values{fma(next, m_b.CreateLoad(f32(), smem_f32(m_token.q_offset, slot, c)), acc[0])};
+    })[0];
+    store_output(m_b.CreateFMul(m_b.CreateFMul(o, rq), scale), out_rows, at);
+    return {};
+  }
   // S~ = S diag(alpha); p = S~ k (raw k: p^ = rk p)
   Values decayed;
   llvm::Value* p = f(0.0F);
@@ -339,13 +450,16 @@ Values TokenKernelWriter::token_step(const Values& s, llvm::Value* t, llvm::Valu
     next.push_back(fma(uk, key, decayed[c]));
     o = fma(next[c], m_b.CreateLoad(f32(), smem_f32(m_token.q_offset, slot, c64(c))), o);
   }
-  llvm::Value* result = m_b.CreateFMul(m_b.CreateFMul(o, rq), scale);
+  store_output(m_b.CreateFMul(m_b.CreateFMul(o, rq), scale), out_rows, at);
+  return next;
+}
+
+void TokenKernelWriter::store_output(llvm::Value* result, llvm::Value* out_rows, llvm::Value* at) {
   if (m_token.fp32_output) {
     m_b.CreateStore(result, m_b.CreateInBoundsGEP(f32(), out_rows, at));
   } else {
     store_bf16(result, out_rows, at);
   }
-  return next;
 }
 
 std::unique_ptr<llvm::Module> TokenKernelWriter::write() {
@@ -414,11 +528,11 @@ std::unique_ptr<llvm::Module> TokenKernelWriter::write() {
     row = m_b.CreatePHI(i64(), 2, "checkpoint_row");
     row->addIncoming(first_row, preheader);
   }
-  std::vector<llvm::PHINode*> s;
+  std::vector<llvm::PHINode*> s; // the state's registers (none when it lives in SMEM)
   Values carried;
-  for (int c = 0; c < D; ++c) {
+  for (llvm::Value* x : initial) {
     s.push_back(m_b.CreatePHI(f32(), 2));
-    s.back()->addIncoming(initial[c], preheader);
+    s.back()->addIncoming(x, preheader);
     carried.push_back(s.back());
   }
   m_b.CreateCondBr(m_b.CreateICmpSLT(t, span.length), body, exit);
@@ -438,7 +552,7 @@ std::unique_ptr<llvm::Module> TokenKernelWriter::write() {
     due->addIncoming(next_due, latch);
     row->addIncoming(next_row, latch);
   }
-  for (int c = 0; c < D; ++c) {
+  for (std::size_t c = 0; c < s.size(); ++c) {
     s[c]->addIncoming(next[c], latch);
   }
   m_b.CreateBr(header);

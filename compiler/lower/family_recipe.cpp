@@ -144,6 +144,36 @@ FamilyRecipe tcgen05_fused_recipe(const std::string& name, int c, std::vector<in
   };
 }
 
+// The LLVM tier's token-recurrent kernel (compiler/ir/token_kernel): spec
+// section 1.3 one token at a time, 128 threads (thread v owns value row v of
+// the fp32 state: in its registers, fully unrolled code; or as column v of a
+// transposed [key][value row] image in SMEM, rolled loops that LLVM and
+// ptxas compile in a fraction of the time), the token's q, k and decay rows
+// double-buffered in SMEM. Chunk 16 is only the unit of checkpoint
+// intervals. No chunk-offsets kernel: each CTA reads its sequence's offsets
+// from cu_seqlens.
+FamilyRecipe token_recipe(const std::string& name, StateResidence residence) {
+  std::vector<BufferNeed> buffers = {{"q", DType::fp32, {{128}}},
+                                     {"k", DType::fp32, {{128}}},
+                                     {"alpha", DType::fp32, {{128}}},
+                                     {"norm_sums", DType::fp32, {{4}, {2}}}};
+  if (residence == StateResidence::shared) {
+    buffers.push_back({"state", DType::fp32, {{128}, {128}}});
+  }
+  return {
+      .name = name,
+      .family = Family::token,
+      .backend = Backend::llvm,
+      .decomposition = Decomposition::fused,
+      .chunk_size = 16,
+      .kernels = {{.role = KernelRole::fused, .buffers = std::move(buffers), .roles = {"rows"}}},
+      .m_tiles = {128},
+      .residence = residence,
+      // all three in the emitter itself (compiler/ir/token_kernel.cpp)
+      .features = {.state_pool = true, .seq_order = true, .checkpoints = true},
+  };
+}
+
 } // namespace
 
 const std::vector<FamilyRecipe>& all_family_recipes() {
@@ -296,28 +326,8 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           // pools and checkpoints in common/state_rows, seq_order in recurrence_pair (common/sequences)
           .features = {.state_pool = true, .seq_order = true, .checkpoints = true},
       },
-      {
-          // The LLVM tier's token-recurrent kernel (compiler/ir/token_kernel):
-          // spec section 1.3 one token at a time, 128 threads (thread v keeps
-          // value row v of the fp32 state in registers), the token's q, k and
-          // decay rows double-buffered in SMEM. Chunk 16 is only the unit of
-          // checkpoint intervals. No chunk-offsets kernel: each CTA reads its
-          // sequence's offsets from cu_seqlens.
-          .name = "token_llvm",
-          .family = Family::token,
-          .backend = Backend::llvm,
-          .decomposition = Decomposition::fused,
-          .chunk_size = 16,
-          .kernels = {{.role = KernelRole::fused,
-                       .buffers = {{"q", DType::fp32, {{128}}},
-                                   {"k", DType::fp32, {{128}}},
-                                   {"alpha", DType::fp32, {{128}}},
-                                   {"norm_sums", DType::fp32, {{4}, {2}}}},
-                       .roles = {"rows"}}},
-          .m_tiles = {128},
-          // all three in the emitter itself (compiler/ir/token_kernel.cpp)
-          .features = {.state_pool = true, .seq_order = true, .checkpoints = true},
-      },
+      token_recipe("token_llvm_registers", StateResidence::registers),
+      token_recipe("token_llvm_shared", StateResidence::shared),
   };
   return k_recipes;
 }
@@ -327,13 +337,15 @@ const FamilyRecipe& find_family_recipe(const Schedule& s) {
   for (const FamilyRecipe& r : all_family_recipes()) {
     const bool m_tile_ok =
         r.m_tiles.empty() || std::find(r.m_tiles.begin(), r.m_tiles.end(), s.m_tile) != r.m_tiles.end();
+    const bool residence_ok = !r.residence || *r.residence == s.state.residence;
     if (r.family == s.family && r.backend == s.backend && r.decomposition == s.decomposition &&
-        r.chunk_size == s.chunk_size && m_tile_ok) {
+        r.chunk_size == s.chunk_size && m_tile_ok && residence_ok) {
       return r;
     }
-    available += fmt::format("{}{} {} chunk {}{}", available.empty() ? "" : ", ", to_string(r.family),
+    available += fmt::format("{}{} {} chunk {}{}{}", available.empty() ? "" : ", ", to_string(r.family),
                              to_string(r.decomposition), r.chunk_size,
-                             r.m_tiles.empty() ? "" : fmt::format(" m_tile {}", fmt::join(r.m_tiles, "/")));
+                             r.m_tiles.empty() ? "" : fmt::format(" m_tile {}", fmt::join(r.m_tiles, "/")),
+                             r.residence ? fmt::format(" state in {}", to_string(*r.residence)) : "");
   }
   throw ScheduleError(s.source, {{"/family", fmt::format("no code generator yet for a {} {} design with chunk {} and "
                                                          "m_tile {} (available: {})",

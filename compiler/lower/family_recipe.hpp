@@ -73,6 +73,9 @@ struct FamilyRecipe {
   bool prepare_overlap = false;
   /// The M tiles its fragments implement (empty: any the schedule may declare).
   std::vector<int> m_tiles;
+  /// The state residence its kernels implement (unset: the schedule's is
+  /// documentation only).
+  std::optional<StateResidence> residence;
   /// tcgen05 designs: what plan_umma turns into descriptors and a TMEM map.
   struct Operand {
     std::string name;

@@ -36,6 +36,10 @@ std::optional<TokenKernelPlan> plan_token_kernel(const FamilyRecipe& recipe, con
   t.k_offset = symbol(e, "k").offset;
   t.alpha_offset = symbol(e, "alpha").offset;
   t.norm_sums_offset = symbol(e, "norm_sums").offset;
+  t.residence = recipe.residence.value_or(StateResidence::registers);
+  if (t.residence == StateResidence::shared) {
+    t.state_offset = symbol(e, "state").offset;
+  }
   t.dynamic_smem = e.launch.dynamic_smem;
   t.layout = plan.shape.layout;
   t.state = plan.shape.state_dtype;

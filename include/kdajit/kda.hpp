@@ -42,6 +42,12 @@ private:
   void* m_stream = nullptr;
 };
 
+/// Which kernel an eager call ran (PrefillOptions::tiered).
+enum class KernelTier {
+  routed, ///< the routed (or requested) schedule's kernel
+  tier0,  ///< the LLVM tier's token kernel, while the routed one compiles
+};
+
 struct PrefillResult {
   void* out = nullptr;            ///< bf16 [B,T,H,128]: args.out, or owned_out's memory
   void* final_state = nullptr;    ///< the state written, or nullptr when none was
@@ -53,6 +59,7 @@ struct PrefillResult {
   /// `prepare_overlap`) and why (not); the results are the same either way.
   bool prepare_overlapped = false;
   std::string prepare_overlap_reason;
+  KernelTier tier = KernelTier::routed;
 };
 
 /// Runs the prefill. Validates every argument before any launch (TensorError

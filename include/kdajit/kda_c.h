@@ -63,6 +63,11 @@ typedef struct {
   kda_tensor checkpoint_cu_starts; /* int64 [N+1]: first row of each sequence */
   int64_t checkpoint_every_n_tokens; /* 0: no checkpoints; else a positive multiple of 16 */
   int32_t prepare_overlap;           /* 1 (default): kda::PrefillOptions::prepare_overlap; 0: sequential */
+  /* Tiered JIT (kda::PrefillOptions::tiered): -1 (default) KDAJIT_TIERED decides, 0 off, 1 on. */
+  int32_t tiered;
+  /* Optional: receives 0 when the routed schedule's kernel ran, 1 when the
+   * LLVM tier's token kernel did (tiered, while the routed one compiles). */
+  int32_t* ran_tier;
 } kda_prefill_args;
 
 /* The size of the first version of kda_prefill_args (through `family`). */

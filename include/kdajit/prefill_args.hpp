@@ -71,6 +71,17 @@ struct PrefillOptions {
   /// schedule: `sm_90a_proxy`), and the device must run it (same CC major,
   /// and the exact CC for an architecture-specific target); refused otherwise.
   std::optional<std::string> target;
+  /// Tiered JIT (unset: the environment's KDAJIT_TIERED=1 turns it on; off
+  /// by default). When the routed schedule's kernel is not built yet (in no
+  /// bundle, not in the cache), an eager call runs the LLVM tier's token
+  /// kernel (schedule token_llvm: milliseconds to build) while NVRTC builds
+  /// the routed kernel on a background thread; the first call after it is
+  /// ready runs it. Both meet spec section 8, but their bits differ, so
+  /// results then depend on compile timing: PrefillResult::tier says which
+  /// ran. A background compile that fails is reported once (stderr) and the
+  /// calls go on with tier 0; process exit waits for a compile in flight.
+  /// PrefillPlan always waits for the routed kernel.
+  std::optional<bool> tiered;
 };
 
 } // namespace kda

@@ -17,13 +17,13 @@ from __future__ import annotations
 import ctypes as _ctypes
 
 from ._library import lib as _lib, library_path
-from ._prefill import Plan, explain_route, plan, recurrent_kda_prefill
+from ._prefill import Plan, explain_route, last_prefill_tier, plan, recurrent_kda_prefill
 from .errors import CacheError, InternalError, KdaError, ScheduleError, TensorError, ToolchainError, UnsupportedError
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "recurrent_kda_prefill", "plan", "Plan", "explain_route", "compile", "register_kernel_bundle",
+    "recurrent_kda_prefill", "last_prefill_tier", "plan", "Plan", "explain_route", "compile", "register_kernel_bundle",
     "kernel_cache_directory", "toolchain", "library_version", "library_path", "KdaError", "TensorError",
     "ScheduleError", "ToolchainError", "CacheError", "InternalError", "UnsupportedError", "__version__",
 ]

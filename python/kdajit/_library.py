@@ -54,6 +54,8 @@ class KdaPrefillArgs(ctypes.Structure):
         ("checkpoint_cu_starts", KdaTensor),
         ("checkpoint_every_n_tokens", ctypes.c_int64),
         ("prepare_overlap", ctypes.c_int32),
+        ("tiered", ctypes.c_int32),
+        ("ran_tier", ctypes.POINTER(ctypes.c_int32)),
     ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ctypes
 import math
 import struct
+import threading
 import weakref
 from typing import Any, Optional, Tuple
 
@@ -107,7 +108,7 @@ class _Call:
 
 def _make_args(call: _Call, values: dict, scale: Optional[float], lower_bound: float, output_final_state: bool,
                checkpoint_every_n_tokens: Optional[int], schedule: Optional[str], family: Optional[str],
-               prepare_overlap: bool) -> KdaPrefillArgs:
+               prepare_overlap: bool, tiered: Optional[bool] = None) -> KdaPrefillArgs:
     args = KdaPrefillArgs()
     lib.kda_prefill_args_init(ctypes.byref(args))  # every tensor empty
     for name, info in call.infos.items():
@@ -123,6 +124,7 @@ def _make_args(call: _Call, values: dict, scale: Optional[float], lower_bound: f
     args.schedule = schedule.encode() if schedule else None
     args.family = family.encode() if family else None
     args.prepare_overlap = 1 if prepare_overlap else 0
+    args.tiered = -1 if tiered is None else (1 if tiered else 0)
     return args
 
 
@@ -172,7 +174,7 @@ def recurrent_kda_prefill(q, k, v, g, beta, A_log, dt_bias, scale: Optional[floa
                           checkpoint_every_n_tokens: Optional[int] = None, use_qk_l2norm_in_kernel: bool = True,
                           use_gate_in_kernel: bool = True, beta_is_logit: bool = True, *, final_state=None,
                           stream: Any = None, schedule: Optional[str] = None, family: Optional[str] = None,
-                          prepare_overlap: bool = True) -> tuple:
+                          prepare_overlap: bool = True, tiered: Optional[bool] = None) -> tuple:
     """Recurrent KDA prefill (gate, L2 norm and beta sigmoid in the kernel).
 
     q, k, v, g: bf16 [B, T, H, 128] (packed: B = 1 with ``cu_seqlens`` int32
@@ -184,6 +186,12 @@ def recurrent_kda_prefill(q, k, v, g, beta, A_log, dt_bias, scale: Optional[floa
     ``checkpoint_cu_starts`` int64 [N+1] and ``checkpoint_every_n_tokens`` (a
     positive multiple of 16) together. ``seq_order`` int32 [N] (packed only)
     is the order the kernels take the sequences in.
+
+    ``tiered`` (None: the environment's KDAJIT_TIERED=1 decides; off by
+    default): when the routed kernel is not compiled yet, run the LLVM tier's
+    token kernel while NVRTC builds it in the background (both meet the
+    spec's tolerances, their bits differ); ``last_prefill_tier()`` says which
+    ran on this thread.
 
     Runs on the tensors' device, on ``stream`` (an int CUstream or a stream
     object) or else torch's current stream. Returns ``(out, final_state)``, or
@@ -202,11 +210,24 @@ def recurrent_kda_prefill(q, k, v, g, beta, A_log, dt_bias, scale: Optional[floa
     with _DeviceGuard(call.device, call.torch_inputs):
         _allocate_missing(call, tensors, output_final_state)
         args = _make_args(call, tensors, scale, lower_bound, output_final_state, checkpoint_every_n_tokens, schedule,
-                          family, prepare_overlap)
+                          family, prepare_overlap, tiered)
+        ran_tier = ctypes.c_int32(0)
+        args.ran_tier = ctypes.pointer(ran_tier)
         out_ptr, state_ptr = ctypes.c_void_p(), ctypes.c_void_p()
         _check(lib.kda_recurrent_prefill(ctypes.byref(args), ctypes.byref(out_ptr), ctypes.byref(state_ptr), None,
                                          None))
+        _last_call.tier = "tier0" if ran_tier.value else "routed"
     return _results(tensors, output_final_state, checkpoint_every_n_tokens)
+
+
+_last_call = threading.local()
+
+
+def last_prefill_tier() -> Optional[str]:
+    """Which kernel this thread's last recurrent_kda_prefill ran: "routed" (the
+    routed schedule's) or "tier0" (the LLVM tier's token kernel, with
+    ``tiered`` while the routed one compiles); None before any call."""
+    return getattr(_last_call, "tier", None)
 
 
 def explain_route(q, k, v, g, beta, A_log, dt_bias, **kwargs) -> str:

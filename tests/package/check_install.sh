@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs a build into a temporary prefix and uses it as a consumer would:
-# libkdajit.so exports exactly the public API and the LLVM tier's entry points
-# (compiler/ir/tier0.hpp; nothing of LLVM itself: exported_symbols.txt), a
+# libkdajit.so exports exactly the public API and the LLVM tier's table
+# (kda_internal_tier0_api_v1; nothing of LLVM itself: exported_symbols.txt), a
 # program built with find_package(kdajit) and one built with pkg-config catch
 # kdajit's exceptions, and the examples build against the package.
 #   check_install.sh <build dir> <source dir>

@@ -39,7 +39,7 @@ const std::vector<Design> k_designs = {{"sm90_wgmma_c32", std::nullopt},  {"sm90
                                        {"portable_c16", std::nullopt},    {"sm100_m128_c32", "sm_90a_proxy"},
                                        {"sm100_m64_c32", "sm_90a_proxy"}, {"sm100_n16_c16", "sm_90a_proxy"},
                                        {"sm120_decomposed_c16", "sm_120a_proxy"}, {"sm120_c32", "sm_120a_proxy"},
-                                       {"token_llvm", std::nullopt}};
+                                       {"token_llvm", std::nullopt}, {"token_llvm_smem", std::nullopt}};
 
 } // namespace
 

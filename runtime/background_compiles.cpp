@@ -1,0 +1,121 @@
+#include "runtime/background_compiles.hpp"
+
+#include "runtime/kernel_registry.hpp"
+
+#include <fmt/format.h>
+
+#include <condition_variable>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+namespace kda {
+namespace {
+
+using BuildKey = std::tuple<std::string, const Schedule*, std::string, std::string>;
+
+struct Build {
+  bool done = false;
+  std::optional<std::string> failure;
+  bool reported = false;
+};
+
+// Never destroyed (a thread may still be reading it while statics go); the
+// atexit handler joins the threads first.
+class BackgroundBuilds {
+public:
+  static BackgroundBuilds& instance() {
+    static BackgroundBuilds& k_builds = *[] {
+      auto* b = new BackgroundBuilds;
+      // registered after the registry exists (its statics are destroyed after this runs)
+      (void)KernelRegistry::instance();
+      std::atexit([] { BackgroundBuilds::instance().join_all(); });
+      return b;
+    }();
+    return k_builds;
+  }
+
+  void start(const Schedule& schedule, const Target& target, const ShapeKey& shape) {
+    std::lock_guard lock(m_mutex);
+    auto [it, inserted] = m_builds.try_emplace(key_of(schedule, target, shape));
+    if (inserted) {
+      Build& build = it->second;
+      m_threads.emplace_back([this, &schedule, target, shape, &build] { run(schedule, target, shape, build); });
+    }
+  }
+
+  BackgroundStatus status(const Schedule& schedule, const Target& target, const ShapeKey& shape) {
+    std::lock_guard lock(m_mutex);
+    BackgroundStatus status;
+    auto it = m_builds.find(key_of(schedule, target, shape));
+    if (it == m_builds.end()) {
+      return status;
+    }
+    Build& build = it->second;
+    status.state = !build.done     ? BackgroundState::building
+                   : build.failure ? BackgroundState::failed
+                                   : BackgroundState::built;
+    if (build.failure && !build.reported) {
+      build.reported = true;
+      status.report = build.failure;
+    }
+    return status;
+  }
+
+  void join_all() {
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard lock(m_mutex);
+      threads.swap(m_threads);
+    }
+    for (std::thread& t : threads) {
+      if (t.joinable()) {
+        t.join();
+      }
+    }
+  }
+
+private:
+  static BuildKey key_of(const Schedule& schedule, const Target& target, const ShapeKey& shape) {
+    return {schedule.name, &schedule, target.name, shape.canonical()};
+  }
+
+  void run(const Schedule& schedule, const Target& target, const ShapeKey& shape, Build& build) {
+    std::optional<std::string> failure;
+    try {
+      (void)KernelRegistry::instance().prepare(schedule, target, shape);
+    } catch (const std::exception& e) {
+      failure = fmt::format("the background compile of {} for {} ({}) failed: {}", schedule.name, target.name,
+                            shape.canonical(), e.what());
+    } catch (...) {
+      failure = fmt::format("the background compile of {} for {} ({}) failed", schedule.name, target.name,
+                            shape.canonical());
+    }
+    std::lock_guard lock(m_mutex);
+    build.done = true;
+    build.failure = std::move(failure);
+  }
+
+  std::mutex m_mutex;
+  std::map<BuildKey, Build> m_builds; // nodes are stable: threads keep a reference
+  std::vector<std::thread> m_threads;
+};
+
+} // namespace
+
+BackgroundStatus background_build(const Schedule& schedule, const Target& target, const ShapeKey& shape) {
+  return BackgroundBuilds::instance().status(schedule, target, shape);
+}
+
+void build_in_background(const Schedule& schedule, const Target& target, const ShapeKey& shape) {
+  BackgroundBuilds::instance().start(schedule, target, shape);
+}
+
+void wait_for_background_builds() {
+  BackgroundBuilds::instance().join_all();
+}
+
+} // namespace kda
