@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 
-#include <condition_variable>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -23,18 +22,17 @@ struct Build {
   bool reported = false;
 };
 
-// Never destroyed (a thread may still be reading it while statics go); the
-// atexit handler joins the threads first.
+// Never destroyed (a thread may still be reading it while statics go).
+// Exit joins the threads first: each start registers the join with atexit
+// again, so that it runs before the destructors of every static made until
+// then (exit runs handlers and destructors in the reverse order of their
+// registration), NVRTC's own included (loaded by the call that started the
+// build, to key the kernel); a build thread must not be left using objects
+// that exit has destroyed.
 class BackgroundBuilds {
 public:
   static BackgroundBuilds& instance() {
-    static BackgroundBuilds& k_builds = *[] {
-      auto* b = new BackgroundBuilds;
-      // registered after the registry exists (its statics are destroyed after this runs)
-      (void)KernelRegistry::instance();
-      std::atexit([] { BackgroundBuilds::instance().join_all(); });
-      return b;
-    }();
+    static BackgroundBuilds& k_builds = *new BackgroundBuilds;
     return k_builds;
   }
 
@@ -43,6 +41,7 @@ public:
     auto [it, inserted] = m_builds.try_emplace(key_of(schedule, target, shape));
     if (inserted) {
       Build& build = it->second;
+      std::atexit([] { BackgroundBuilds::instance().join_all(); });
       m_threads.emplace_back([this, &schedule, target, shape, &build] { run(schedule, target, shape, build); });
     }
   }

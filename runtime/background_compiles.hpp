@@ -3,9 +3,10 @@
 /// schedule's kernel compiled by NVRTC on a thread of its own, once per
 /// (schedule, target, shape key), while eager calls run the LLVM tier's token
 /// kernel. A build that fails is remembered and reported once. Process exit
-/// waits for the builds in flight (an atexit handler joins them before the
-/// registry's statics go), so exiting mid-compile is clean and the cache
-/// never keeps a half-written entry.
+/// waits for the builds in flight (an atexit handler, registered as each
+/// build starts, joins them before the statics made until then are
+/// destroyed), so exiting mid-compile is clean and the cache never keeps a
+/// half-written entry.
 #pragma once
 
 #include "compiler/schedule.hpp"

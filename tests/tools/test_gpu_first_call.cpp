@@ -42,9 +42,9 @@ TEST_CASE("gpu tiered: the first call runs tier 0, the routed kernel takes over 
     INFO(r.dump());
     if (r["tiered"] == true) {
       CHECK(r["tier"] == "tier0");
-      CHECK(r["schedule"] == "token_llvm");
+      CHECK(r["schedule"] == "token_llvm_smem");
       CHECK(r["after_build_tier"] == "routed");
-      CHECK(r["after_build_schedule"] != "token_llvm");
+      CHECK(r["after_build_schedule"] != "token_llvm_smem");
       CHECK(r["tier0_vs_routed_rel_rms"].get<double>() <= 2e-2);
       CHECK(r["tier0_vs_routed_rel_rms"].get<double>() > 0.0); // two kernels, two roundings
       CHECK(r["cache_entries_at_exit"] == 2);
