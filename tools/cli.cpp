@@ -39,7 +39,10 @@ usage:
       Write the generated CUDA source, the exact NVRTC options kdajit uses
       (one per line) and a script that replays the compile with libnvrtc
       (<name>.replay.py: writes the cubin and the log), so a compile can be
-      reproduced outside kdajit.
+      reproduced outside kdajit. For an llvm-backend schedule (token_llvm,
+      token_llvm_smem): the LLVM IR (.ll), the PTX kdajit's LLVM writes from
+      it, the nvJitLink options and a script that assembles the PTX with
+      libnvJitLink (and names the llc-19 command that writes it again).
   kdajit compile (--schedule S... | --all) [--target T]... [--state bf16|fp32] [--layout fixed|packed] [--checkpoints] [--json]
       Fill the kernel cache: compile (or find) each schedule for its targets
       (or the given ones) and one shape key. --all: every shipped schedule with

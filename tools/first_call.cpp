@@ -42,6 +42,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <ostream>
 #include <random>
 
@@ -100,7 +101,8 @@ double worst_rel_rms(const std::vector<std::uint16_t>& a, const std::vector<std:
           ref += x * x;
         }
       }
-      worst = std::max(worst, ref > 0.0 ? std::sqrt(diff / ref) : std::sqrt(diff));
+      const double rel = ref > 0.0 ? std::sqrt(diff / ref) : std::sqrt(diff);
+      worst = std::isfinite(rel) ? std::max(worst, rel) : std::numeric_limits<double>::infinity(); // NaN: worst
     }
     begin += length;
   }
