@@ -389,6 +389,7 @@ const runtime::LoadedModule& KernelRegistry::module_for(const PreparedKernel& ke
   if (it != m_modules.end()) {
     return *it->second;
   }
+  // (a tier-0 cubin's field holds the nvJitLink version that made it: judged the same way)
   if (const std::string& built_by = kernel.entry->manifest.key_fields.nvrtc_version;
       !runtime::driver_loads_nvrtc_output(built_by)) {
     throw ToolchainError(fmt::format("kernel {} was built by NVRTC {}, whose cubins the CUDA {} driver cannot load",
@@ -398,7 +399,6 @@ const runtime::LoadedModule& KernelRegistry::module_for(const PreparedKernel& ke
   for (const EntryPlan& e : kernel.plan.entries) {
     names.push_back(e.entry_name);
   }
-  // (a tier-0 cubin's version is nvJitLink's, judged the same way)
   auto module = std::make_unique<runtime::LoadedModule>(runtime::LoadedModule::load(kernel.entry->cubin, names));
   for (const EntryPlan& e : kernel.plan.entries) {
     if (e.launch.dynamic_smem > 48 * 1024) {

@@ -6,6 +6,7 @@
 #include "runtime/tier0_codegen.hpp"
 
 #include <iostream>
+#include <mutex>
 
 namespace kda {
 namespace {
@@ -54,7 +55,18 @@ CallKernel prepare_tiered_call_kernel(const CallSetup& s, double lower_bound, co
   }
   CallSetup setup = s;
   setup.route = baseline;
-  CallKernel k = prepare_call_kernel(setup, lower_bound);
+  CallKernel k;
+  try {
+    k = prepare_call_kernel(setup, lower_bound);
+  } catch (const ToolchainError& e) {
+    // tier 0 cannot be built here (no nvJitLink, say): the routed kernel, as without tiers
+    static std::once_flag warned;
+    std::call_once(warned, [&] {
+      std::cerr << "kdajit: warning: the LLVM tier's " << k_tier0_schedule << " cannot be built (" << e.what()
+                << "); tiered calls wait for the routed kernel\n";
+    });
+    return prepare_call_kernel(s, lower_bound);
+  }
   k.tier = KernelTier::tier0;
   return k;
 }

@@ -119,6 +119,9 @@ std::vector<Job> plan_jobs(const nlohmann::json& plan) {
     }
   } else {
     for (const Schedule& s : shipped_schedules()) {
+      if (s.backend != Backend::cuda) {
+        continue; // the LLVM tier's kernels build in milliseconds at run time; bundles hold NVRTC's
+      }
       try {
         find_family_recipe(s);
         schedules.push_back(s);

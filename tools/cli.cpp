@@ -31,7 +31,7 @@ usage:
       points and launch geometry instead. --backend must be the schedule's.
   kdajit aot build --plan PLAN.json --out DIR [--jobs N] [--json]
       Compile a plan (schedules x targets x shape keys; aot/all-shipped.json is
-      every shipped schedule for all its targets) in parallel and write
+      every shipped schedule NVRTC compiles, for all its targets) in parallel and write
       DIR/kdajit.kdab (a bundle the runtime serves before the disk cache and
       NVRTC: KDAJIT_BUNDLE_PATH=DIR or register_kernel_bundle()) and a fatbin
       per module (DIR/fatbin/, a cubin per target, made with fatbinary).
