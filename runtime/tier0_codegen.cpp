@@ -24,7 +24,8 @@ struct Tier0Source {
 };
 
 // libkdajit.so of this build, beside the running binary: the build tree's
-// package/ or an install prefix's library directory, else the loader's path.
+// package/ (or its install prefix, build/prefix/, which a GPU machine may be
+// given alone) or an install prefix's library directory, else the loader's path.
 std::vector<std::string> library_candidates() {
   std::vector<std::string> out;
   if (const char* path = std::getenv("KDAJIT_LIBRARY"); path != nullptr && *path != '\0') {
@@ -35,6 +36,7 @@ std::vector<std::string> library_candidates() {
   if (!error) {
     const std::filesystem::path up = self.parent_path().parent_path();
     out.push_back((up / "package" / "libkdajit.so.0").string());
+    out.push_back((up / "prefix" / KDAJIT_INSTALL_LIBDIR / "libkdajit.so.0").string());
     out.push_back((up / KDAJIT_INSTALL_LIBDIR / "libkdajit.so.0").string());
   }
   out.emplace_back("libkdajit.so.0");

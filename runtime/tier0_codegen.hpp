@@ -3,8 +3,8 @@
 /// LLVM is linked into libkdajit.so only. Inside it the runtime calls the
 /// generator directly; a binary that carries the runtime itself (the kdajit
 /// CLI, the tests) opens the libkdajit.so of its build beside it
-/// (KDAJIT_LIBRARY, then ../package/ and ../<libdir>/ from the binary, then
-/// the loader's path) and takes only the generator's table from it, checked
+/// (KDAJIT_LIBRARY, then ../package/, ../prefix/<libdir>/ and ../<libdir>/
+/// from the binary, then the loader's path) and takes only the generator's table from it, checked
 /// to be the same build. Without either, a `token`-family kernel is a
 /// ToolchainError that says why.
 #pragma once
