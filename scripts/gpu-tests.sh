@@ -16,6 +16,8 @@
 # The kernels the [gpu] cases use (tests/gpu-kernels.txt) are first compiled
 # into the disk cache in parallel, one `kdajit compile` per core, so that the
 # cases load them instead of compiling them one at a time.
+# A build packed by scripts/pack-gpu-build.sh (build/gpu-build.tar.xz) is
+# unpacked first where build/ holds nothing else.
 # Other arguments go to the test binary. Writes ${OUT:-.}/gpu-tests.log.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,6 +38,10 @@ if [ "${1:-}" = "--nvrtc12" ]; then
   echo "NVRTC: $KDAJIT_NVRTC_LIBRARY" | tee "$log"
 else
   : > "$log"
+fi
+# a packed build (scripts/pack-gpu-build.sh) where the build itself is absent
+if [ ! -e "$build/tests/kdajit_tests" ] && [ -f "$build/gpu-build.tar.xz" ]; then
+  tar -C "$build" -xJf "$build/gpu-build.tar.xz"
 fi
 status=0
 if [ "$markers" != "fla" ]; then
