@@ -1,6 +1,7 @@
 #include "runtime/background_compiles.hpp"
 
 #include "runtime/kernel_registry.hpp"
+#include "runtime/nvrtc_compiler.hpp"
 
 #include <fmt/format.h>
 
@@ -26,9 +27,12 @@ struct Build {
 // Exit joins the threads first: each start registers the join with atexit
 // again, so that it runs before the destructors of every static made until
 // then (exit runs handlers and destructors in the reverse order of their
-// registration), NVRTC's own included (loaded by the call that started the
-// build, to key the kernel); a build thread must not be left using objects
-// that exit has destroyed.
+// registration); a build thread must not be left using objects that exit has
+// destroyed. NVRTC makes some of its own during the first compile of the
+// process: a process that exited 80 to 350 ms into its first compile, a
+// background one, spun forever in NVRTC once those were gone. So before the
+// first registration NVRTC compiles a one-line kernel on the caller's thread
+// (NvrtcCompiler::create_process_state, about 25 ms once per process).
 class BackgroundBuilds {
 public:
   static BackgroundBuilds& instance() {
@@ -41,6 +45,11 @@ public:
     auto [it, inserted] = m_builds.try_emplace(key_of(schedule, target, shape));
     if (inserted) {
       Build& build = it->second;
+      try {
+        runtime::NvrtcCompiler().create_process_state(target);
+      } catch (const std::exception&) {
+        // no NVRTC: the build fails and reports why
+      }
       std::atexit([] { BackgroundBuilds::instance().join_all(); });
       m_threads.emplace_back([this, &schedule, target, shape, &build] { run(schedule, target, shape, build); });
     }

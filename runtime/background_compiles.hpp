@@ -6,7 +6,9 @@
 /// waits for the builds in flight (an atexit handler, registered as each
 /// build starts, joins them before the statics made until then are
 /// destroyed), so exiting mid-compile is clean and the cache never keeps a
-/// half-written entry.
+/// half-written entry. The first build of a process first has NVRTC compile
+/// a one-line kernel on the caller's thread (about 25 ms), so that NVRTC's
+/// own statics exist before that handler is registered.
 #pragma once
 
 #include "compiler/schedule.hpp"

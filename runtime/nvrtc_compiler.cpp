@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <random>
@@ -20,6 +21,13 @@ namespace kda::runtime {
 namespace {
 
 constexpr std::size_t k_error_lines_in_message = 8;
+
+// the smallest kernel that takes NVRTC through every stage (front end, NVVM, ptxas)
+constexpr const char* k_process_state_kernel =
+    "extern \"C\" __global__ void kdajit_nvrtc_process_state(float* p) { p[threadIdx.x] = 1.0f; }\n";
+
+// set once an nvrtcCompileProgram call has returned in this process
+std::atomic<bool> g_compile_returned{false};
 
 /// Owns one nvrtcProgram; destroyed on every path out of compile().
 class Program {
@@ -116,6 +124,7 @@ double run_nvrtc(const NvrtcLibrary& library, const CompileRequest& request, con
   }
   const nvrtcResult compiled =
       api.nvrtcCompileProgram(program.get(), static_cast<int>(option_pointers.size()), option_pointers.data());
+  g_compile_returned.store(true);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   out.log = program_log(library, program.get());
   if (compiled != NVRTC_SUCCESS) {
@@ -201,6 +210,27 @@ std::vector<std::string> default_compile_options(const Target& target, CxxStanda
 
 NvrtcCompiler::NvrtcCompiler() {
   NvrtcLibrary::get();
+}
+
+void NvrtcCompiler::create_process_state(const Target& target) const {
+  if (g_compile_returned.load()) {
+    return;
+  }
+  const NvrtcLibrary& library = NvrtcLibrary::get();
+  const std::vector<std::string> options = default_compile_options(target);
+  std::vector<const char*> option_pointers;
+  for (const std::string& option : options) {
+    option_pointers.push_back(option.c_str());
+  }
+  Program program(library);
+  if (library.api().nvrtcCreateProgram(program.out(), k_process_state_kernel, "kdajit_nvrtc_process_state.cu", 0,
+                                       nullptr, nullptr) ==
+      NVRTC_SUCCESS) {
+    // the result does not matter: the objects NVRTC keeps exist once it returns
+    (void)library.api().nvrtcCompileProgram(program.get(), static_cast<int>(option_pointers.size()),
+                                            option_pointers.data());
+    g_compile_returned.store(true);
+  }
 }
 
 NvrtcVersion NvrtcCompiler::version() const {

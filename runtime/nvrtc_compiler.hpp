@@ -44,6 +44,15 @@ public:
   /// fails, produces no cubin, or a requested entry point is missing.
   CompiledModule compile(const CompileRequest& request) const;
 
+  /// NVRTC makes objects it keeps for the life of the process during the
+  /// first compile of the process, and registers their destructors with
+  /// atexit then. A thread that compiles while the process exits needs an
+  /// exit handler that joins it and runs before those destructors, so it must
+  /// be registered after them: this compiles a one-line kernel for `target`
+  /// unless a compile has returned in this process already (about 25 ms,
+  /// once; its result does not matter).
+  void create_process_state(const Target& target) const;
+
   NvrtcVersion version() const;
 };
 
