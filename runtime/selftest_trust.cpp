@@ -5,6 +5,7 @@
 #include "compiler/validated_schedule.hpp"
 #include "runtime/cuda_driver.hpp"
 #include "runtime/generator_identity.hpp"
+#include "runtime/tier0_codegen.hpp"
 
 #include <fmt/format.h>
 
@@ -13,6 +14,15 @@
 #include <utility>
 
 namespace kda {
+namespace {
+
+// The text the schedule's kernel is built from: its CUDA source, or for the
+// llvm backend its LLVM IR (a ToolchainError where this process has no LLVM tier).
+std::string generated_text(const KernelPlan& plan) {
+  return plan.backend == Backend::llvm ? runtime::tier0_ir(plan).text : emit_cuda(plan).text;
+}
+
+} // namespace
 
 SelftestEnvironment selftest_environment(const DeviceDescription& d) {
   SelftestEnvironment env;
@@ -27,7 +37,7 @@ SelftestRecord selftest_identity(const Schedule& schedule, const Target& target,
   r.device = env.device;
   r.schedule = schedule.name;
   r.target = target.name;
-  r.source_sha256 = emitted_source_sha256(emit_cuda(lower(validate(schedule, target), ShapeKey{})).text);
+  r.source_sha256 = emitted_source_sha256(generated_text(lower(validate(schedule, target), ShapeKey{})));
   r.driver_version = env.driver_version;
   r.nvrtc = env.nvrtc;
   r.kdajit = KDAJIT_VERSION;
@@ -46,7 +56,13 @@ SelftestTrust selftest_trust(const TuningTable& table, const SelftestEnvironment
     for (const SelftestRecord& r : table.selftests()) {
       any = any || (r.device == env.device && r.schedule == schedule.name && r.target == target.name && r.pass);
     }
-    const SelftestRecord* r = any ? table.find_selftest(selftest_identity(schedule, target, env)) : nullptr;
+    const SelftestRecord* r = nullptr;
+    try {
+      r = any ? table.find_selftest(selftest_identity(schedule, target, env)) : nullptr;
+    } catch (const ToolchainError&) {
+      // an llvm-backend schedule in a process without the LLVM tier: its
+      // record cannot be matched, so it is not trusted
+    }
     return answers->emplace(key, r != nullptr && r->pass).first->second;
   };
 }

@@ -25,7 +25,9 @@ struct SelftestEnvironment {
 SelftestEnvironment selftest_environment(const DeviceDescription& device);
 
 /// The record identity of `schedule` on `target` in `env` (pass false, no
-/// detail): lowers and emits the schedule's plain plan for its source hash.
+/// detail): lowers and emits the schedule's plain plan for its source hash
+/// (the CUDA source, or an llvm-backend schedule's LLVM IR: a ToolchainError
+/// without the LLVM tier).
 SelftestRecord selftest_identity(const Schedule& schedule, const Target& target, const SelftestEnvironment& env);
 
 /// Trust from the passing records of `table` (kept by reference: it must

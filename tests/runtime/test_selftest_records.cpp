@@ -2,8 +2,12 @@
 // table beside its entries, matched on their whole identity, and the trust
 // routing derives from them, on simulated devices (no GPU).
 #include "compiler/schedule_library.hpp"
+#include "compiler/lower.hpp"
+#include "compiler/validated_schedule.hpp"
+#include "runtime/generator_identity.hpp"
 #include "runtime/router.hpp"
 #include "runtime/selftest_trust.hpp"
+#include "runtime/tier0_codegen.hpp"
 #include "runtime/tuning_table.hpp"
 
 #include <catch2/catch.hpp>
@@ -124,4 +128,17 @@ TEST_CASE("verified on hardware: wgmma and warp_mma, not tcgen05", "[runtime][ro
   CHECK(verified_on_hardware(shipped("sm90_wgmma_c32"), target("sm_90a")));
   CHECK(verified_on_hardware(shipped("portable_c16"), target("sm_100a")));
   CHECK_FALSE(verified_on_hardware(shipped("sm100_m128_c32"), target("sm_100a")));
+}
+
+TEST_CASE("selftest records: an llvm-backend schedule is identified by the SHA-256 of its LLVM IR",
+          "[runtime][tuning][selftest][ir]") {
+  const SelftestEnvironment h200{"cc9.0-sm132", 13000, "13.0"};
+  for (const char* name : {"token_llvm", "token_llvm_smem"}) {
+    INFO(name);
+    const SelftestRecord r = selftest_identity(shipped(name), target("sm_90a"), h200);
+    CHECK(r.source_sha256 ==
+          emitted_source_sha256(runtime::tier0_ir(lower(validate(shipped(name), target("sm_90a")), ShapeKey{})).text));
+  }
+  CHECK(selftest_identity(shipped("token_llvm"), target("sm_90a"), h200).source_sha256 !=
+        selftest_identity(shipped("token_llvm_smem"), target("sm_90a"), h200).source_sha256);
 }
