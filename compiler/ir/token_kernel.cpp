@@ -30,6 +30,9 @@ constexpr int k_keys_per_iteration = 8; // the SMEM-state kernel's key loops: 16
 using Values = std::vector<llvm::Value*>;
 
 // The IR of one kernel: typed helpers over an IRBuilder positioned in it.
+// No call here has two arguments that each write instructions: C++ leaves
+// their order to the compiler, and the IR's text (the cache key's source
+// field, the golden hashes) must not depend on which compiler built kdajit.
 class TokenKernelWriter {
 public:
   TokenKernelWriter(llvm::LLVMContext& context, const KernelPlan& plan)
@@ -72,7 +75,8 @@ private:
   }
   /// fp32 element `index` of the ring buffer at `offset` in slot `slot_bytes`.
   llvm::Value* smem_f32(std::int64_t offset, llvm::Value* slot_bytes, llvm::Value* index) {
-    llvm::Value* byte = m_b.CreateAdd(m_b.CreateAdd(slot_bytes, c64(offset)), m_b.CreateMul(index, c64(4)));
+    llvm::Value* slot = m_b.CreateAdd(slot_bytes, c64(offset));
+    llvm::Value* byte = m_b.CreateAdd(slot, m_b.CreateMul(index, c64(4)));
     return m_b.CreateInBoundsGEP(m_b.getInt8Ty(), m_smem, byte);
   }
   /// if (condition) { body } at the current point; the builder ends after it.
@@ -299,8 +303,8 @@ Values TokenKernelWriter::load_state(llvm::Value* row_base) {
     m_b.SetInsertPoint(load);
     for_keys("load_state_keys", {}, [&](llvm::Value* c, const Values&) {
       llvm::Value* index = m_b.CreateAdd(row_base, c);
-      m_b.CreateStore(m_token.state == StatePrecision::fp32 ? load_f32(state, index) : load_bf16(state, index),
-                      state_at(c));
+      llvm::Value* x = m_token.state == StatePrecision::fp32 ? load_f32(state, index) : load_bf16(state, index);
+      m_b.CreateStore(x, state_at(c));
       return Values{};
     });
     m_b.CreateBr(done);
@@ -362,12 +366,13 @@ void TokenKernelWriter::store_state(const Values& s, llvm::Value* row_base) {
 
 // Value row v of checkpoint row `row` (bf16, [128][128] per head).
 void TokenKernelWriter::store_checkpoint(const Values& s, llvm::Value* row) {
-  llvm::Value* base = m_b.CreateAdd(m_b.CreateMul(m_b.CreateAdd(m_b.CreateMul(row, m_heads), m_head), c64(D * D)),
-                                    m_b.CreateMul(m_thread, c64(D)));
+  llvm::Value* head_base = m_b.CreateMul(m_b.CreateAdd(m_b.CreateMul(row, m_heads), m_head), c64(D * D));
+  llvm::Value* base = m_b.CreateAdd(head_base, m_b.CreateMul(m_thread, c64(D)));
   llvm::Value* checkpoints = pointer_field("checkpoints");
   if (shared_state()) {
     for_keys("checkpoint_keys", {}, [&](llvm::Value* c, const Values&) {
-      store_bf16(m_b.CreateLoad(f32(), state_at(c)), checkpoints, m_b.CreateAdd(base, c));
+      llvm::Value* x = m_b.CreateLoad(f32(), state_at(c));
+      store_bf16(x, checkpoints, m_b.CreateAdd(base, c));
       return Values{};
     });
     return;
@@ -398,9 +403,10 @@ Values TokenKernelWriter::token_step(const Values& s, llvm::Value* t, llvm::Valu
   m_b.CreateStore(alpha, smem_f32(m_token.alpha_offset, slot, m_thread));
   llvm::Value* warp = m_b.CreateLShr(m_thread, 5);
   llvm::Value* sums = m_b.CreateMul(warp, c64(2));
-  m_b.CreateStore(warp_sum(m_b.CreateFMul(q, q)), smem_f32(m_token.norm_sums_offset, slot, sums)); // every lane: the same
-  m_b.CreateStore(warp_sum(m_b.CreateFMul(k, k)),
-                  smem_f32(m_token.norm_sums_offset, slot, m_b.CreateAdd(sums, c64(1))));
+  llvm::Value* q_sum = warp_sum(m_b.CreateFMul(q, q)); // every lane: the same
+  m_b.CreateStore(q_sum, smem_f32(m_token.norm_sums_offset, slot, sums));
+  llvm::Value* k_sum = warp_sum(m_b.CreateFMul(k, k));
+  m_b.CreateStore(k_sum, smem_f32(m_token.norm_sums_offset, slot, m_b.CreateAdd(sums, c64(1))));
   m_b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
   // the norms, summed in the same order by every thread
   llvm::Value* qq = f(0.0F);
@@ -416,15 +422,15 @@ Values TokenKernelWriter::token_step(const Values& s, llvm::Value* t, llvm::Valu
   llvm::Value* rk = rsqrt(kk);
   if (shared_state()) { // the same two passes over column v of the SMEM image, rolled
     llvm::Value* p = for_keys("decay_keys", {f(0.0F)}, [&](llvm::Value* c, const Values& acc) {
-      llvm::Value* decayed = m_b.CreateFMul(m_b.CreateLoad(f32(), state_at(c)),
-                                            m_b.CreateLoad(f32(), smem_f32(m_token.alpha_offset, slot, c)));
+      llvm::Value* state = m_b.CreateLoad(f32(), state_at(c));
+      llvm::Value* decayed = m_b.CreateFMul(state, m_b.CreateLoad(f32(), smem_f32(m_token.alpha_offset, slot, c)));
       m_b.CreateStore(decayed, state_at(c));
       return Values{fma(decayed, m_b.CreateLoad(f32(), smem_f32(m_token.k_offset, slot, c)), acc[0])};
     })[0];
     llvm::Value* uk = m_b.CreateFMul(m_b.CreateFMul(beta, m_b.CreateFSub(v, m_b.CreateFMul(p, rk))), rk);
     llvm::Value* o = for_keys("update_keys", {f(0.0F)}, [&](llvm::Value* c, const Values& acc) {
-      llvm::Value* next = fma(uk, m_b.CreateLoad(f32(), smem_f32(m_token.k_offset, slot, c)),
-                              m_b.CreateLoad(f32(), state_at(c)));
+      llvm::Value* key = m_b.CreateLoad(f32(), smem_f32(m_token.k_offset, slot, c));
+      llvm::Value* next = fma(uk, key, m_b.CreateLoad(f32(), state_at(c)));
       m_b.CreateStore(next, state_at(c));
       return Values{fma(next, m_b.CreateLoad(f32(), smem_f32(m_token.q_offset, slot, c)), acc[0])};
     })[0];
@@ -499,8 +505,10 @@ std::unique_ptr<llvm::Module> TokenKernelWriter::write() {
   llvm::PHINode* slot = m_b.CreatePHI(i64(), 2, "state_slot");
   slot->addIncoming(n, before_slot);
   slot->addIncoming(pooled, pool);
-  llvm::Value* row_base = m_b.CreateAdd(m_b.CreateMul(slot, i64_field("state_slot_stride")),
-                                        m_b.CreateAdd(m_b.CreateMul(m_head, c64(D * D)), m_b.CreateMul(m_thread, c64(D))));
+  llvm::Value* slot_base = m_b.CreateMul(slot, i64_field("state_slot_stride"));
+  llvm::Value* head_base = m_b.CreateMul(m_head, c64(D * D));
+  llvm::Value* row_in_slot = m_b.CreateAdd(head_base, m_b.CreateMul(m_thread, c64(D)));
+  llvm::Value* row_base = m_b.CreateAdd(slot_base, row_in_slot);
   const Values initial = load_state(row_base);
   // checkpoints: a row before every `interval` tokens, from row checkpoint_starts[n]
   llvm::Value* interval = nullptr;
