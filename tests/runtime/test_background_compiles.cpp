@@ -14,7 +14,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <random>
 #include <sys/wait.h>
 #include <thread>
@@ -68,33 +67,17 @@ TEST_CASE("background builds: a build lands in the registry; a failed one is rep
   CHECK_FALSE(second.report); // reported once
 }
 
-// The process of the test below (hidden; that test runs it with the
-// environment set): loads NVRTC as a call that keys a kernel does, starts a
-// build, exits the given number of milliseconds later.
-TEST_CASE("background builds: (the exiting process)", "[.][background-exit-child]") {
-  const char* description = std::getenv("KDAJIT_TEST_BUILD_DESCRIPTION");
-  const char* exit_after_ms = std::getenv("KDAJIT_TEST_EXIT_AFTER_MS");
-  REQUIRE(description != nullptr);
-  REQUIRE(exit_after_ms != nullptr);
-  static const Schedule schedule = schedule_described(description);
-  (void)KernelRegistry::instance().nvrtc_version();
-  build_in_background(schedule, test::target_named("sm_90"), ShapeKey{});
-  std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(exit_after_ms)));
-  std::exit(0); // while NVRTC compiles: exit waits for the build
-}
-
 TEST_CASE("background builds: a new process that exits during its first compile exits cleanly, the entry whole",
           "[runtime][tiered]") {
   // A new process each time, in which NVRTC has compiled nothing: NVRTC makes
   // objects it keeps during that first compile, and exit destroys them
   // (before the build's join, were that registered first: the process then
-  // spun in NVRTC, from about 80 to 350 ms into the compile).
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  // spun in NVRTC, from about 80 to 350 ms into the compile), in
+  // tests/background_exit_process.cpp.
   for (const int exit_after_ms : {0, 150, 400}) {
     const std::string description = unique_description();
-    const std::string command = fmt::format("KDAJIT_TEST_BUILD_DESCRIPTION='{}' KDAJIT_TEST_EXIT_AFTER_MS={} timeout 120 "
-                                            "'{}' '[background-exit-child]' > /dev/null 2>&1",
-                                            description, exit_after_ms, self);
+    const std::string command =
+        fmt::format("timeout 120 '{}' '{}' {} > /dev/null 2>&1", KDAJIT_BACKGROUND_EXIT_PROCESS, description, exit_after_ms);
     INFO(command);
     const int status = std::system(command.c_str());
     REQUIRE(WIFEXITED(status));
