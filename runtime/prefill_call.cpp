@@ -181,7 +181,8 @@ using RouteMemoKey = std::tuple<int, int, int, int, int, int, int, bool, std::in
 const RouteDecision& route_memo(const DeviceDescription& d, const ProblemShape& p, const PrefillOptions& options) {
   static std::mutex mutex;
   static std::map<RouteMemoKey, RouteDecision> memo;
-  const ShapeClass shape = shape_class(static_cast<std::int64_t>(p.num_seqs) * p.heads, d.sm_count);
+  const ShapeClass shape = shape_class(static_cast<std::int64_t>(p.num_seqs) * p.heads, d.sm_count,
+                                       average_tokens(p.total_tokens, p.num_seqs));
   RouteMemoKey key{d.cc_major,
                    d.cc_minor,
                    d.sm_count,

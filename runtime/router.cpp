@@ -295,12 +295,23 @@ RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescript
                                                     to_string(decision.schedule->decomposition)));
     decision.decomposition_table = table_line;
   }
-  const ShapeClass cls = shape_class(static_cast<std::int64_t>(p.num_seqs) * p.heads, device.sm_count);
+  const ShapeClass call_class = shape_class(static_cast<std::int64_t>(p.num_seqs) * p.heads, device.sm_count,
+                                           average_tokens(p.total_tokens, p.num_seqs));
   const std::string own_key = tuning_device_key(device.cc_major, device.cc_minor, device.sm_count);
   const std::string preferred = fmt::format("static preference: {}", decision.schedule->name);
   bool borrowed = false;
-  const std::optional<std::string> device_key =
+  ShapeClass cls = call_class;
+  std::optional<std::string> device_key =
       request.tuning != nullptr ? table_device_key(*request.tuning, device, cls, borrowed) : std::nullopt;
+  if (!device_key && request.tuning != nullptr && short_sequences(call_class)) {
+    // no short-sequence entry measured for the device's CC: the same fill's
+    // entry for longer sequences, labelled
+    cls = long_sequence_class(call_class);
+    device_key = table_device_key(*request.tuning, device, cls, borrowed);
+  }
+  const std::string class_label =
+      cls == call_class ? std::string(to_string(cls))
+                        : fmt::format("{} (no {} entry)", to_string(cls), to_string(call_class));
   if (!request.schedule && device_key) {
     const std::string tuned = *request.tuning->lookup(*device_key, cls);
     const std::string source =
@@ -327,20 +338,22 @@ RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescript
       named = s.name == tuned ? &s : named;
     }
     const bool other_family = request.family && named != nullptr && named->family != *request.family;
-    explanation += used ? fmt::format("{}: {} for {} / {}\n", source, tuned, *device_key, to_string(cls))
+    explanation += used ? fmt::format("{}: {} for {} / {}\n", source, tuned, *device_key, class_label)
                    : other_family
                        ? fmt::format("{} names {} for {} / {}, not a {} schedule; {}\n", source, tuned, *device_key,
-                                     to_string(cls), to_string(*request.family), preferred)
+                                     class_label, to_string(*request.family), preferred)
                    : untrusted
                        ? fmt::format("{} names {} for {} / {}, which has not passed kdajit selftest on this device; {}\n",
-                                     source, tuned, *device_key, to_string(cls), preferred)
+                                     source, tuned, *device_key, class_label, preferred)
                        : fmt::format("{} names {} for {} / {}, which is not eligible here; {}\n", source, tuned,
-                                     *device_key, to_string(cls), preferred);
+                                     *device_key, class_label, preferred);
     decision.source = used ? (borrowed ? RouteSource::borrowed_table : RouteSource::measured_table)
                            : RouteSource::static_preference;
   } else if (!request.schedule) {
-    explanation += fmt::format("tuning table: no entry for CC {}.{} / {}; {}\n", device.cc_major, device.cc_minor,
-                               to_string(cls), preferred);
+    explanation += fmt::format("tuning table: no entry for CC {}.{} / {}{}; {}\n", device.cc_major, device.cc_minor,
+                               to_string(call_class),
+                               short_sequences(call_class) ? fmt::format(" (nor {})", to_string(cls)) : std::string(),
+                               preferred);
     decision.source = RouteSource::static_preference;
   } else {
     decision.source = RouteSource::requested;

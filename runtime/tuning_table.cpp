@@ -13,10 +13,20 @@
 namespace kda {
 namespace {
 
-constexpr std::pair<ShapeClass, std::string_view> k_class_names[] = {{ShapeClass::few, "few"},
-                                                                    {ShapeClass::one_wave, "one_wave"},
-                                                                    {ShapeClass::two_waves, "two_waves"},
-                                                                    {ShapeClass::many, "many"}};
+constexpr std::pair<ShapeClass, std::string_view> k_class_names[] = {
+    {ShapeClass::few, "few"},
+    {ShapeClass::one_wave, "one_wave"},
+    {ShapeClass::two_waves, "two_waves"},
+    {ShapeClass::many, "many"},
+    {ShapeClass::few_short, "few_short"},
+    {ShapeClass::one_wave_short, "one_wave_short"},
+    {ShapeClass::two_waves_short, "two_waves_short"},
+    {ShapeClass::many_short, "many_short"},
+};
+
+constexpr ShapeClass k_all_classes[] = {ShapeClass::few,           ShapeClass::one_wave,       ShapeClass::two_waves,
+                                        ShapeClass::many,          ShapeClass::few_short,      ShapeClass::one_wave_short,
+                                        ShapeClass::two_waves_short, ShapeClass::many_short};
 
 nlohmann::json record_json(const SelftestRecord& r) {
   return {{"device", r.device},         {"schedule", r.schedule}, {"target", r.target},
@@ -129,17 +139,45 @@ std::string_view to_string(ShapeClass c) {
   return "?";
 }
 
-ShapeClass shape_class(std::int64_t pairs, int sm_count) {
+ShapeClass shape_class(std::int64_t pairs, int sm_count, std::int64_t average_tokens) {
+  const bool short_ones = average_tokens <= k_short_sequence_tokens;
   if (2 * pairs <= sm_count) {
-    return ShapeClass::few;
+    return short_ones ? ShapeClass::few_short : ShapeClass::few;
   }
   if (pairs <= sm_count) {
-    return ShapeClass::one_wave;
+    return short_ones ? ShapeClass::one_wave_short : ShapeClass::one_wave;
   }
   if (pairs <= 2 * static_cast<std::int64_t>(sm_count)) {
-    return ShapeClass::two_waves;
+    return short_ones ? ShapeClass::two_waves_short : ShapeClass::two_waves;
   }
-  return ShapeClass::many;
+  return short_ones ? ShapeClass::many_short : ShapeClass::many;
+}
+
+std::int64_t average_tokens(std::int64_t total_tokens, std::int64_t sequences) {
+  return sequences > 0 ? total_tokens / sequences : 0;
+}
+
+bool short_sequences(ShapeClass c) {
+  return c != long_sequence_class(c);
+}
+
+ShapeClass long_sequence_class(ShapeClass c) {
+  switch (c) {
+  case ShapeClass::few_short:
+    return ShapeClass::few;
+  case ShapeClass::one_wave_short:
+    return ShapeClass::one_wave;
+  case ShapeClass::two_waves_short:
+    return ShapeClass::two_waves;
+  case ShapeClass::many_short:
+    return ShapeClass::many;
+  default:
+    return c;
+  }
+}
+
+std::span<const ShapeClass> all_shape_classes() {
+  return k_all_classes;
 }
 
 std::string tuning_device_key(int cc_major, int cc_minor, int sm_count) {

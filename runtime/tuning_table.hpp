@@ -26,16 +26,36 @@
 
 namespace kda {
 
-/// How the (sequence x head) pairs of a call fill the GPU.
+/// How the (sequence x head) pairs of a call fill the GPU, and whether its
+/// sequences are short (at most k_short_sequence_tokens tokens on average).
 enum class ShapeClass {
-  few,       ///< at most half the SMs busy
-  one_wave,  ///< up to one CTA per SM
-  two_waves, ///< up to two per SM
-  many,      ///< more
+  few,             ///< at most half the SMs busy
+  one_wave,        ///< up to one CTA per SM
+  two_waves,       ///< up to two per SM
+  many,            ///< more
+  few_short,       ///< the same four fills, short sequences
+  one_wave_short,
+  two_waves_short,
+  many_short,
 };
 
+/// The average tokens per sequence (total / N) at or below which a call is
+/// of a short-sequence class: each (sequence, head) then moves about as many
+/// bytes of state (64 KiB of bf16, read and written) as of tokens (1,282 B
+/// each), and a design that hides the state's traffic wins.
+inline constexpr std::int64_t k_short_sequence_tokens = 64;
+
 std::string_view to_string(ShapeClass shape_class);
-ShapeClass shape_class(std::int64_t pairs, int sm_count);
+/// The class of a call of `pairs` (sequence x head) pairs and `average_tokens`
+/// tokens per sequence on a device of `sm_count` SMs.
+ShapeClass shape_class(std::int64_t pairs, int sm_count, std::int64_t average_tokens);
+/// The average tokens per sequence of `total_tokens` in `sequences` (0 for none).
+std::int64_t average_tokens(std::int64_t total_tokens, std::int64_t sequences);
+bool short_sequences(ShapeClass shape_class);
+/// The class of the same fill with longer sequences (a long class: itself).
+ShapeClass long_sequence_class(ShapeClass shape_class);
+/// Every class, the four long ones first.
+std::span<const ShapeClass> all_shape_classes();
 
 /// "cc9.0-sm132".
 std::string tuning_device_key(int cc_major, int cc_minor, int sm_count);

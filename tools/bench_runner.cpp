@@ -1,4 +1,5 @@
 #include "tools/bench_runner.hpp"
+#include "tools/args.hpp"
 
 #include <fmt/format.h>
 
@@ -50,12 +51,19 @@ void RandomPool::fill_normal_bf16(void* dst, std::size_t elements) {
   }
 }
 
+std::int64_t state_slots(const Workload& wl) {
+  if (!wl.features.pool) {
+    return wl.seqs;
+  }
+  return wl.features.pool_slots > 0 ? wl.features.pool_slots : 2 * std::int64_t{wl.seqs};
+}
+
 namespace {
 
 void make_sets(Workload& wl, RandomPool& pool, int count) {
   const std::size_t elems = static_cast<std::size_t>(wl.tokens) * wl.w->heads * 128;
   const std::size_t slot_elems = static_cast<std::size_t>(wl.w->heads) * 128 * 128;
-  const std::size_t state_elems = static_cast<std::size_t>(wl.seqs) * slot_elems * (wl.features.pool ? 2 : 1);
+  const std::size_t state_elems = static_cast<std::size_t>(state_slots(wl)) * slot_elems;
   for (int i = 0; i < count; ++i) {
     CallBuffers b;
     for (auto* t : {&b.q, &b.k, &b.v, &b.g}) {
@@ -103,10 +111,17 @@ Workload make_workload(const BenchWorkload& w, RandomPool& pool, int sets, std::
   }
   wl.cu = std::make_unique<DeviceBytes>(cu.size() * 4);
   KDA_CU(cuMemcpyHtoD, wl.cu->ptr, cu.data(), cu.size() * 4);
-  if (features.pool) { // sequence i in slot 2 (N - 1 - i) + 1 of 2 N: scattered, every other slot untouched
+  if (features.pool) {
+    // sequence i in slot s (N - 1 - i) + s - 1 of the pool, s = slots / N
+    // (2 by default): reversed and spread, the slots between untouched
+    const std::int64_t slots_total = state_slots(wl);
+    if (slots_total < wl.seqs) {
+      throw UsageError(fmt::format("--pool-slots {} is fewer than the {} sequences of {}", slots_total, wl.seqs, w.name));
+    }
+    const std::int64_t spread = slots_total / wl.seqs;
     std::vector<std::int32_t> slots(static_cast<std::size_t>(wl.seqs));
     for (int i = 0; i < wl.seqs; ++i) {
-      slots[static_cast<std::size_t>(i)] = 2 * (wl.seqs - 1 - i) + 1;
+      slots[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(spread * (wl.seqs - 1 - i) + spread - 1);
     }
     wl.slots = std::make_unique<DeviceBytes>(slots.size() * 4);
     KDA_CU(cuMemcpyHtoD, wl.slots->ptr, slots.data(), slots.size() * 4);
@@ -138,7 +153,7 @@ PrefillArgs args_for(const Workload& wl, const CallBuffers& b) {
   a.dt_bias = TensorRef::contiguous(wl.dt_bias->data(), ElementType::fp32, {wl.w->heads, 128});
   a.lower_bound = -5.0;
   a.initial_state = TensorRef::contiguous(b.state->data(), ElementType::bf16,
-                                          {wl.features.pool ? 2 * wl.seqs : wl.seqs, wl.w->heads, 128, 128});
+                                          {state_slots(wl), wl.w->heads, 128, 128});
   if (wl.features.pool) {
     a.ssm_state_indices = TensorRef::contiguous(wl.slots->data(), ElementType::i32, {wl.seqs});
   }

@@ -43,12 +43,18 @@ struct CallBuffers {
 };
 
 /// The serving-engine features a bench call uses (kdajit bench --pool,
-/// --checkpoint-every): a state pool of twice the sequences' slots with the
-/// sequences in a scattered order of slots, native checkpoints.
+/// --pool-slots, --checkpoint-every): a state pool (twice the sequences'
+/// slots, or `pool_slots`) with the sequences spread over it in reverse
+/// order, native checkpoints.
 struct CallFeatures {
   bool pool = false;
+  std::int64_t pool_slots = 0; ///< 0: twice the sequences
   std::int64_t checkpoint_every = 0;
 };
+
+struct Workload;
+/// The state pool's slots of a workload (its sequences without a pool).
+std::int64_t state_slots(const Workload& wl);
 
 struct Workload {
   const BenchWorkload* w = nullptr;

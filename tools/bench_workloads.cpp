@@ -14,6 +14,9 @@ const std::vector<BenchWorkload>& bench_workloads() {
       {"h32_uniform_8x4096", 32, {4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 1.519, 3.438, false},
       {"h8_fixed_2048", 8, {2048}, 0.221, 0.996, false},
       {"h64_fixed_65536", 64, {65536}, 9.539, 13.680, false},
+      // many short sequences (the state's traffic dominates): FlashKDA only
+      {"h96_packed_1024x8", 96, std::vector<std::int64_t>(1024, 8), 9.428, 0.0, false},
+      {"h32_packed_256x64", 32, std::vector<std::int64_t>(256, 64), 1.203, 0.0, false},
   };
   return k_workloads;
 }
@@ -26,7 +29,8 @@ std::vector<const BenchWorkload*> workloads_in_class(ShapeClass c, int sm_count,
     for (std::int64_t l : w.seqlens) {
       tokens += l;
     }
-    if (shape_class(pairs, sm_count) == c && tokens <= max_tokens) {
+    const std::int64_t sequences = static_cast<std::int64_t>(w.seqlens.size());
+    if (shape_class(pairs, sm_count, average_tokens(tokens, sequences)) == c && tokens <= max_tokens) {
       out.push_back(&w);
     }
   }

@@ -18,7 +18,7 @@ struct BenchWorkload {
   int heads = 0;
   std::vector<std::int64_t> seqlens; ///< one entry: fixed layout B = 1; several: packed
   double flashkda_ms = 0.0;          ///< peers on the H200, same settings
-  double fla_ms = 0.0;
+  double fla_ms = 0.0;               ///< 0: not measured (the short-sequence workloads)
   bool standard = false;             ///< one of the six standard workloads
 };
 

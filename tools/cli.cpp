@@ -78,11 +78,15 @@ usage:
   kdajit cache clear [--cache-dir DIR] [--json]
       Remove every entry (except one being built or published right now).
   kdajit route [--cc X.Y [--sms N] [--nvrtc X.Y]] [--layout L] [--state D] [--heads H] [--sequences N]
-               [--lower-bound LB] [--pool] [--seq-order] [--checkpoint-every P] [--schedule S | --family F] [--json]
+               [--tokens T] [--lower-bound LB] [--pool] [--seq-order] [--checkpoint-every P]
+               [--schedule S | --family F] [--json]
       Explain which schedule and target a call gets, on the current GPU or on
       a simulated device (eligibility, target rule, the SM-count table of
       CC 12.x, labelled where it falls back, tuning table: measured, borrowed
-      from the nearest measured device of the CC, or the static preference);
+      from the nearest measured device of the CC, or the static preference;
+      the shape class from the sequence x head pairs and --tokens per
+      sequence, default 1024: at most 64 is a short-sequence class, which
+      takes its fill's entry, labelled, where none was measured);
       --pool, --seq-order, --checkpoint-every: a call with a state pool, its
       own sequence order, native checkpoints every P tokens.
   kdajit verify [--seqlens a,b,... | --fixed B,T] [--heads H] [--state bf16|fp32]
@@ -119,10 +123,12 @@ usage:
       reads it over the tables shipped in tuning/*.json, entry by entry.
   kdajit bench [--cases a,b] [--iters N] [--warmup N] [--cold] [--schedule S [--target T]] [--no-overlap]
                [--back-to-back]
-               [--pool] [--checkpoint-every P] [--planned] [--json]
+               [--pool] [--pool-slots S] [--checkpoint-every P] [--planned] [--json]
       Time recurrent_kda_prefill on the peers' workloads (GPU needed): median
       of N calls after warm-up, CUDA events, bf16 state updated in place; ms,
-      GB/s, ratio to the memory floor and to FlashKDA and FLA on the H200.
+      GB/s, ratio to the memory floor and to FlashKDA and FLA on the H200
+      ("-" where a peer has no figure: the short-sequence workloads
+      h96_packed_1024x8 and h32_packed_256x64 have FlashKDA's only).
       --schedule S times schedule S wherever it is eligible (else refused),
       --target T compiled for T (a proxy: sm_90a_proxy, sm_120a_proxy);
       --no-overlap runs a prepare_overlap schedule's kernels one after the
@@ -132,7 +138,8 @@ usage:
       events (a diagnostic: the host's time before each call's first launch
       hidden behind the call before).
       --pool: the state is a pool of 2N slots (ssm_state_indices, every other
-      slot); --checkpoint-every P: native checkpoints every P tokens;
+      slot); --pool-slots S: a pool of S slots (at least N; the sequences
+      S / N slots apart); --checkpoint-every P: native checkpoints every P tokens;
       --planned: also PrefillPlan::run and a CUDA graph of one run replayed.
       The first workload's host time per call is printed for each path, with
       the driver calls it makes and its time outside them.

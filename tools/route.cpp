@@ -42,6 +42,11 @@ ProblemShape problem_from_options(const ParsedArgs& parsed) {
   problem.state_out = true;
   problem.heads = integer_option(parsed, "--heads", 64, 1, 65535);
   problem.num_seqs = integer_option(parsed, "--sequences", 1, 1, 1 << 24);
+  // tokens per sequence (the shape class's length: at most 64 is short)
+  const std::int64_t tokens = integer_option(parsed, "--tokens", 1024, 1, std::int64_t{1} << 31);
+  problem.batch = problem.layout == LayoutKind::fixed ? problem.num_seqs : 1;
+  problem.seq_len = problem.layout == LayoutKind::fixed ? tokens : tokens * problem.num_seqs;
+  problem.total_tokens = tokens * problem.num_seqs;
   if (parsed.option("--lower-bound")) {
     problem.lower_bound = real_option(parsed, "--lower-bound", 0.0, -1e9, 1e9);
   }
@@ -59,7 +64,7 @@ ProblemShape problem_from_options(const ParsedArgs& parsed) {
 
 int route_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::set<std::string> options = shape_option_names();
-  options.insert({"--cc", "--sms", "--heads", "--sequences", "--schedule", "--nvrtc", "--lower-bound", "--family",
+  options.insert({"--cc", "--sms", "--heads", "--sequences", "--tokens", "--schedule", "--nvrtc", "--lower-bound", "--family",
                   "--checkpoint-every"});
   const ParsedArgs parsed = parse_args(args, {"--json", "--pool", "--seq-order"}, options);
   const ProblemShape problem = problem_from_options(parsed);
@@ -106,6 +111,7 @@ int route_command(const std::vector<std::string>& args, std::ostream& out, std::
                           {"layout", to_string(problem.layout)},
                           {"state", to_string(problem.state_dtype)},
                           {"sequences", problem.num_seqs},
+                          {"tokens_per_sequence", problem.num_seqs > 0 ? problem.total_tokens / problem.num_seqs : 0},
                           {"heads", problem.heads},
                           {"state_pool", problem.state_pool},
                           {"seq_order", problem.seq_order},
@@ -118,9 +124,10 @@ int route_command(const std::vector<std::string>& args, std::ostream& out, std::
         << "\n";
     return k_exit_ok;
   }
-  out << fmt::format("CC {}.{}, {} SMs, NVRTC {}.{}; {} layout, {} state, {} sequences x {} heads\n", device.cc_major,
-                     device.cc_minor, device.sm_count, device.nvrtc_major, device.nvrtc_minor, to_string(problem.layout),
-                     to_string(problem.state_dtype), problem.num_seqs, problem.heads)
+  out << fmt::format("CC {}.{}, {} SMs, NVRTC {}.{}; {} layout, {} state, {} sequences of {} tokens x {} heads\n",
+                     device.cc_major, device.cc_minor, device.sm_count, device.nvrtc_major, device.nvrtc_minor,
+                     to_string(problem.layout), to_string(problem.state_dtype), problem.num_seqs,
+                     problem.total_tokens / problem.num_seqs, problem.heads)
       << d.explanation << "\n";
   return k_exit_ok;
 }

@@ -72,7 +72,7 @@ int tune_command(const std::vector<std::string>& args, std::ostream& out, std::o
   std::mt19937_64 rng(2026);
   nlohmann::json report = nlohmann::json::array();
   out << fmt::format("kdajit tune on {} ({})\n", info.to_string(), device_key);
-  for (ShapeClass c : {ShapeClass::few, ShapeClass::one_wave, ShapeClass::two_waves, ShapeClass::many}) {
+  for (ShapeClass c : all_shape_classes()) {
     // at most 32,768 tokens per workload, so that a tune stays short
     const std::vector<const BenchWorkload*> workloads = workloads_in_class(c, info.sm_count, 32768);
     if (workloads.empty()) {

@@ -245,7 +245,7 @@ TEST_CASE("router: unmeasured GPUs borrow their CC's measured table, the class b
     const RouteDecision r = route(shipped_schedules(), on(10, 0, 148), p, request);
     CHECK(r.source == RouteSource::static_preference);
     CHECK(r.schedule->name == "portable_c16");
-    CHECK_THAT(r.explanation, Contains("tuning table: no entry for CC 10.0 / few; static preference: portable_c16"));
+    CHECK_THAT(r.explanation, Contains("tuning table: no entry for CC 10.0 / few_short (nor few); static preference: portable_c16"));
   }
 }
 
@@ -423,7 +423,7 @@ TEST_CASE("router: CC 10.0 and 10.3 list the fused M128 design as eligible; auto
     CHECK(m128.target.name == family_target);
     // a table naming it is not taken before the schedule passed selftest here ...
     TuningTable table;
-    table.set(tuning_device_key(d.cc_major, d.cc_minor, d.sm_count), shape_class(2 * 4, d.sm_count), "sm100_m128_c32");
+    table.set(tuning_device_key(d.cc_major, d.cc_minor, d.sm_count), shape_class(2 * 4, d.sm_count, 1024), "sm100_m128_c32");
     RouteRequest tuned;
     tuned.tuning = &table;
     const RouteDecision before = route(shipped_schedules(), d, problem(), tuned);
@@ -523,7 +523,7 @@ TEST_CASE("router: a family request chooses only among that family and is refuse
 
   // The tuning table's choice outside the family is set aside.
   TuningTable table;
-  table.set(tuning_device_key(9, 0, 132), shape_class(2 * 4, 132), "sm90_wgmma_c16");
+  table.set(tuning_device_key(9, 0, 132), shape_class(2 * 4, 132, 1024), "sm90_wgmma_c16");
   RouteRequest warp_mma;
   warp_mma.family = Family::warp_mma;
   warp_mma.tuning = &table;

@@ -22,7 +22,8 @@ std::vector<std::string> names(const std::vector<const BenchWorkload*>& workload
 } // namespace
 
 TEST_CASE("bench workloads: the shape classes of an H200 (132 SMs)", "[tools][bench]") {
-  // pairs: 96, 576, 768, 64, 384, 512 (standard); 16, 256, 8, 64 (small cases)
+  // pairs: 96, 576, 768, 64, 384, 512 (standard); 16, 256, 8, 64 (small
+  // cases); 98,304 and 8,192 (the short-sequence cases, 8 and 64 tokens each)
   CHECK(names(workloads_in_class(ShapeClass::few, 132, 32768)) ==
         std::vector<std::string>{"h64_fixed_8192", "h16_fixed_32768", "h8_fixed_2048"});
   CHECK(names(workloads_in_class(ShapeClass::one_wave, 132, 32768)) == std::vector<std::string>{"h96_fixed_8192"});
@@ -30,12 +31,33 @@ TEST_CASE("bench workloads: the shape classes of an H200 (132 SMs)", "[tools][be
         std::vector<std::string>{"h32_uniform_8x4096"});
   CHECK(names(workloads_in_class(ShapeClass::many, 132, 32768)) ==
         std::vector<std::string>{"h96_mixed", "h96_uniform_8x1024", "h64_mixed", "h64_uniform_8x1024"});
+  CHECK(names(workloads_in_class(ShapeClass::many_short, 132, 32768)) ==
+        std::vector<std::string>{"h96_packed_1024x8", "h32_packed_256x64"});
+  CHECK(workloads_in_class(ShapeClass::few_short, 132, 32768).empty());
   // the token bound keeps H64 fixed 65536 out of a tune; without it it is "few"
   CHECK(names(workloads_in_class(ShapeClass::few, 132, 65536)).size() == 4);
   // every workload lands in exactly one class
   std::size_t total = 0;
-  for (ShapeClass c : {ShapeClass::few, ShapeClass::one_wave, ShapeClass::two_waves, ShapeClass::many}) {
+  for (ShapeClass c : all_shape_classes()) {
     total += workloads_in_class(c, 132, 1 << 30).size();
   }
   CHECK(total == bench_workloads().size());
+}
+
+TEST_CASE("bench workloads: the short-sequence cases and their floors", "[tools][bench]") {
+  const BenchWorkload* short8 = nullptr;
+  const BenchWorkload* short64 = nullptr;
+  for (const BenchWorkload& w : bench_workloads()) {
+    short8 = w.name == "h96_packed_1024x8" ? &w : short8;
+    short64 = w.name == "h32_packed_256x64" ? &w : short64;
+  }
+  REQUIRE(short8 != nullptr);
+  REQUIRE(short64 != nullptr);
+  CHECK(short8->seqlens == std::vector<std::int64_t>(1024, 8));
+  CHECK(short64->seqlens == std::vector<std::int64_t>(256, 64));
+  CHECK_FALSE(short8->standard);
+  CHECK(short8->fla_ms == 0.0); // no FLA figure: bench prints "-"
+  // the memory floors of ../shared/bench/peers-h200.md: 1.733 and 0.282 ms at 4.3 TB/s
+  CHECK(static_cast<double>(minimal_bytes(*short8)) / k_h200_copy_bandwidth * 1e3 == Approx(1.733).epsilon(0.002));
+  CHECK(static_cast<double>(minimal_bytes(*short64)) / k_h200_copy_bandwidth * 1e3 == Approx(0.282).epsilon(0.003));
 }
