@@ -41,15 +41,15 @@ public:
   }
 
   void start(const Schedule& schedule, const Target& target, const ShapeKey& shape) {
+    try { // outside the lock (status() must not wait for it); at once after the first compile
+      runtime::NvrtcCompiler().create_process_state(target);
+    } catch (const std::exception&) {
+      // no NVRTC: the build fails and reports why
+    }
     std::lock_guard lock(m_mutex);
     auto [it, inserted] = m_builds.try_emplace(key_of(schedule, target, shape));
     if (inserted) {
       Build& build = it->second;
-      try {
-        runtime::NvrtcCompiler().create_process_state(target);
-      } catch (const std::exception&) {
-        // no NVRTC: the build fails and reports why
-      }
       std::atexit([] { BackgroundBuilds::instance().join_all(); });
       m_threads.emplace_back([this, &schedule, target, shape, &build] { run(schedule, target, shape, build); });
     }

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -24,9 +25,14 @@ constexpr std::pair<ShapeClass, std::string_view> k_class_names[] = {
     {ShapeClass::many_short, "many_short"},
 };
 
-constexpr ShapeClass k_all_classes[] = {ShapeClass::few,           ShapeClass::one_wave,       ShapeClass::two_waves,
-                                        ShapeClass::many,          ShapeClass::few_short,      ShapeClass::one_wave_short,
-                                        ShapeClass::two_waves_short, ShapeClass::many_short};
+// k_class_names' classes, in its order
+constexpr auto k_all_classes = [] {
+  std::array<ShapeClass, std::size(k_class_names)> out{};
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i] = k_class_names[i].first;
+  }
+  return out;
+}();
 
 nlohmann::json record_json(const SelftestRecord& r) {
   return {{"device", r.device},         {"schedule", r.schedule}, {"target", r.target},
