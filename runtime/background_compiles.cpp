@@ -28,11 +28,15 @@ struct Build {
 // again, so that it runs before the destructors of every static made until
 // then (exit runs handlers and destructors in the reverse order of their
 // registration); a build thread must not be left using objects that exit has
-// destroyed. NVRTC makes some of its own during the first compile of the
-// process: a process that exited 80 to 350 ms into its first compile, a
-// background one, spun forever in NVRTC once those were gone. So before the
-// first registration NVRTC compiles a one-line kernel on the caller's thread
-// (NvrtcCompiler::create_process_state, about 25 ms once per process).
+// destroyed. So every static a build uses must exist before its join is
+// registered: NVRTC makes some of its own during the first compile of the
+// process (a process that exited 80 to 350 ms into its first compile, a
+// background one, spun forever in NVRTC once those were gone), so NVRTC first
+// compiles a one-line kernel on the caller's thread
+// (NvrtcCompiler::create_process_state, about 25 ms once per process); and
+// kdajit's own (the generator's identity, made on first use, freed by exit
+// while a build thread still read it) are made by keying the kernel on the
+// caller's thread too.
 class BackgroundBuilds {
 public:
   static BackgroundBuilds& instance() {
@@ -40,19 +44,47 @@ public:
     return k_builds;
   }
 
-  void start(const Schedule& schedule, const Target& target, const ShapeKey& shape) {
-    try { // outside the lock (status() must not wait for it); at once after the first compile
-      runtime::NvrtcCompiler().create_process_state(target);
+  // The build of (schedule, target, shape), unless one was started before.
+  // On the caller's thread first: NVRTC's process state, and the kernel's
+  // key (every static the key, the cache lookup and the collection after a
+  // compile use is made here); a kernel found built (a bundle, the disk
+  // cache) or a key that cannot be made ends the build at once. Only then is
+  // the exit join registered and the thread started, which compiles.
+  BackgroundState start(const Schedule& schedule, const Target& target, const ShapeKey& shape) {
+    const BuildKey key = key_of(schedule, target, shape);
+    {
+      std::lock_guard lock(m_mutex);
+      if (auto it = m_builds.find(key); it != m_builds.end()) {
+        return state_of(it->second);
+      }
+    }
+    try {
+      runtime::NvrtcCompiler().create_process_state(target); // at once after the first compile
     } catch (const std::exception&) {
-      // no NVRTC: the build fails and reports why
+      // no NVRTC: the key below fails and says why
+    }
+    bool built = false;
+    std::optional<std::string> failure;
+    try {
+      KernelRegistry& registry = KernelRegistry::instance();
+      built = registry.prepare_if_built(schedule, target, shape) != nullptr;
+      (void)registry.current_identity();
+    } catch (const std::exception& e) {
+      failure = failure_message(schedule, target, shape, e.what());
     }
     std::lock_guard lock(m_mutex);
-    auto [it, inserted] = m_builds.try_emplace(key_of(schedule, target, shape));
+    auto [it, inserted] = m_builds.try_emplace(key);
+    Build& build = it->second;
     if (inserted) {
-      Build& build = it->second;
-      std::atexit([] { BackgroundBuilds::instance().join_all(); });
-      m_threads.emplace_back([this, &schedule, target, shape, &build] { run(schedule, target, shape, build); });
+      if (built || failure) {
+        build.done = true;
+        build.failure = std::move(failure);
+      } else {
+        std::atexit([] { BackgroundBuilds::instance().join_all(); });
+        m_threads.emplace_back([this, &schedule, target, shape, &build] { run(schedule, target, shape, build); });
+      }
     }
+    return state_of(build);
   }
 
   BackgroundStatus status(const Schedule& schedule, const Target& target, const ShapeKey& shape) {
@@ -63,9 +95,7 @@ public:
       return status;
     }
     Build& build = it->second;
-    status.state = !build.done     ? BackgroundState::building
-                   : build.failure ? BackgroundState::failed
-                                   : BackgroundState::built;
+    status.state = state_of(build);
     if (build.failure && !build.reported) {
       build.reported = true;
       status.report = build.failure;
@@ -87,6 +117,16 @@ public:
   }
 
 private:
+  static BackgroundState state_of(const Build& build) {
+    return !build.done ? BackgroundState::building : build.failure ? BackgroundState::failed : BackgroundState::built;
+  }
+
+  static std::string failure_message(const Schedule& schedule, const Target& target, const ShapeKey& shape,
+                                     std::string_view why) {
+    return fmt::format("the background compile of {} for {} ({}) failed{}{}", schedule.name, target.name,
+                       shape.canonical(), why.empty() ? "" : ": ", why);
+  }
+
   static BuildKey key_of(const Schedule& schedule, const Target& target, const ShapeKey& shape) {
     return {schedule.name, &schedule, target.name, shape.canonical()};
   }
@@ -96,11 +136,9 @@ private:
     try {
       (void)KernelRegistry::instance().prepare(schedule, target, shape);
     } catch (const std::exception& e) {
-      failure = fmt::format("the background compile of {} for {} ({}) failed: {}", schedule.name, target.name,
-                            shape.canonical(), e.what());
+      failure = failure_message(schedule, target, shape, e.what());
     } catch (...) {
-      failure = fmt::format("the background compile of {} for {} ({}) failed", schedule.name, target.name,
-                            shape.canonical());
+      failure = failure_message(schedule, target, shape, "");
     }
     std::lock_guard lock(m_mutex);
     build.done = true;
@@ -118,8 +156,8 @@ BackgroundStatus background_build(const Schedule& schedule, const Target& target
   return BackgroundBuilds::instance().status(schedule, target, shape);
 }
 
-void build_in_background(const Schedule& schedule, const Target& target, const ShapeKey& shape) {
-  BackgroundBuilds::instance().start(schedule, target, shape);
+BackgroundState build_in_background(const Schedule& schedule, const Target& target, const ShapeKey& shape) {
+  return BackgroundBuilds::instance().start(schedule, target, shape);
 }
 
 void wait_for_background_builds() {

@@ -6,9 +6,10 @@
 /// waits for the builds in flight (an atexit handler, registered as each
 /// build starts, joins them before the statics made until then are
 /// destroyed), so exiting mid-compile is clean and the cache never keeps a
-/// half-written entry. The first build of a process first has NVRTC compile
-/// a one-line kernel on the caller's thread (about 25 ms), so that NVRTC's
-/// own statics exist before that handler is registered.
+/// half-written entry. Before that handler is registered the caller's thread
+/// makes every static a build uses: the first build of a process has NVRTC
+/// compile a one-line kernel (about 25 ms), and each build keys its kernel
+/// (the cache lookup of KernelRegistry::prepare_if_built).
 #pragma once
 
 #include "compiler/schedule.hpp"
@@ -38,9 +39,13 @@ struct BackgroundStatus {
 BackgroundStatus background_build(const Schedule& schedule, const Target& target, const ShapeKey& shape);
 
 /// Starts the build of (schedule, target, shape) in KernelRegistry::instance()
-/// unless one was started before. `schedule` must outlive the process's
-/// calls (a shipped or path schedule does).
-void build_in_background(const Schedule& schedule, const Target& target, const ShapeKey& shape);
+/// unless one was started before, and says where it stands: `built` at once
+/// when the kernel is built already (a bundle, the disk cache: the registry
+/// has it now), `failed` when it cannot be keyed (no NVRTC, a target the
+/// schedule does not list; reported once by background_build), else
+/// `building`. `schedule` must outlive the process's calls (a shipped or
+/// path schedule does).
+BackgroundState build_in_background(const Schedule& schedule, const Target& target, const ShapeKey& shape);
 
 /// Blocks until every background build started so far has finished (tests,
 /// tools; exit does it too).

@@ -22,19 +22,9 @@ CallKernel prepare_tiered_call_kernel(const CallSetup& s, double lower_bound, co
   if (routed.schedule->family == Family::token || !runtime::tier0_available()) {
     return prepare_call_kernel(s, lower_bound);
   }
-  KernelRegistry& registry = KernelRegistry::instance();
   const BackgroundStatus status = background_build(*routed.schedule, routed.target, routed.shape);
   if (status.state == BackgroundState::built) {
     return prepare_call_kernel(s, lower_bound); // the registry has it: no compile
-  }
-  if (status.state == BackgroundState::none) {
-    // the first call of this kernel: is it built already (a bundle, the disk cache)?
-    if (auto ready = registry.prepare_if_built(*routed.schedule, routed.target, routed.shape)) {
-      CallKernel k;
-      k.kernel = std::move(ready);
-      k.module = &registry.module_for(*k.kernel);
-      return k;
-    }
   }
   PrefillOptions tier0 = options;
   tier0.schedule = k_tier0_schedule;
@@ -46,11 +36,19 @@ CallKernel prepare_tiered_call_kernel(const CallSetup& s, double lower_bound, co
   } catch (const TensorError&) {
     return prepare_call_kernel(s, lower_bound); // tier 0 cannot take this call: wait for the routed kernel
   }
+  BackgroundStatus now = status;
   if (status.state == BackgroundState::none) {
-    build_in_background(*routed.schedule, routed.target, routed.shape);
+    // the first call of this kernel: built already (a bundle, the disk cache)?
+    const BackgroundState started = build_in_background(*routed.schedule, routed.target, routed.shape);
+    if (started == BackgroundState::built) {
+      return prepare_call_kernel(s, lower_bound); // the registry has it: no compile
+    }
+    if (started == BackgroundState::failed) {
+      now = background_build(*routed.schedule, routed.target, routed.shape); // its report, once
+    }
   }
-  if (status.report) {
-    std::cerr << "kdajit: warning: " << *status.report << "; calls of this shape go on with the LLVM tier's "
+  if (now.report) {
+    std::cerr << "kdajit: warning: " << *now.report << "; calls of this shape go on with the LLVM tier's "
               << k_tier0_schedule << "\n";
   }
   CallSetup setup = s;
