@@ -30,4 +30,13 @@ std::variant<ResourceUsage, std::string> entry_resources(const std::string& entr
   return usage;
 }
 
+std::variant<ResourceUsage, std::string> entry_resources(const std::string& entry,
+                                                         const std::map<std::string, CubinResources>& recorded,
+                                                         const std::map<std::string, ResourceUsage>& logged) {
+  const auto in_cubin = recorded.find(entry);
+  const auto in_log = logged.find(entry);
+  return entry_resources(entry, in_cubin != recorded.end() ? &in_cubin->second : nullptr,
+                         in_log != logged.end() ? &in_log->second : nullptr);
+}
+
 } // namespace kda::runtime

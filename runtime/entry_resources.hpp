@@ -11,6 +11,7 @@
 #include "runtime/cubin_symbols.hpp"
 #include "runtime/ptxas_log.hpp"
 
+#include <map>
 #include <string>
 #include <variant>
 
@@ -19,5 +20,11 @@ namespace kda::runtime {
 /// The usage of `entry`, or why it cannot be known.
 std::variant<ResourceUsage, std::string> entry_resources(const std::string& entry, const CubinResources* cubin,
                                                          const ResourceUsage* log);
+
+/// The same for `entry` looked up in what a cubin records
+/// (cubin_resources) and what its ptxas log lists (parse_ptxas_resource_log).
+std::variant<ResourceUsage, std::string> entry_resources(const std::string& entry,
+                                                         const std::map<std::string, CubinResources>& recorded,
+                                                         const std::map<std::string, ResourceUsage>& logged);
 
 } // namespace kda::runtime

@@ -30,30 +30,32 @@ std::optional<double> parse_fraction(std::string_view text) {
   return value;
 }
 
-bool jit_disabled_by_environment() {
-  const char* text = std::getenv("KDAJIT_DISABLE_JIT");
-  if (text == nullptr) {
-    return false;
-  }
-  const std::optional<bool> off = parse_switch(text);
-  if (!off) {
-    cache::warn_once(cache::CacheWarning::bad_disable_jit, cache::stderr_warning_sink(),
-                     fmt::format("ignored KDAJIT_DISABLE_JIT={}: it takes 1 (JIT off) or 0 (on); JIT stays on", text));
-  }
-  return off.value_or(false);
-}
+namespace {
 
-bool tiered_by_environment() {
-  const char* text = std::getenv("KDAJIT_TIERED");
+// A switch variable (1 or 0, parse_switch): its value, or `fallback` when it
+// is unset or malformed (warned about once, `ignored` saying what then holds).
+bool switch_from_environment(const char* name, bool fallback, cache::CacheWarning warning, std::string_view ignored) {
+  const char* text = std::getenv(name);
   if (text == nullptr) {
-    return false;
+    return fallback;
   }
   const std::optional<bool> on = parse_switch(text);
   if (!on) {
-    cache::warn_once(cache::CacheWarning::bad_tiered, cache::stderr_warning_sink(),
-                     fmt::format("ignored KDAJIT_TIERED={}: it takes 1 (tiered JIT) or 0 (off); it stays off", text));
+    cache::warn_once(warning, cache::stderr_warning_sink(), fmt::format("ignored {}={}: {}", name, text, ignored));
   }
-  return on.value_or(false);
+  return on.value_or(fallback);
+}
+
+} // namespace
+
+bool jit_disabled_by_environment() {
+  return switch_from_environment("KDAJIT_DISABLE_JIT", false, cache::CacheWarning::bad_disable_jit,
+                                 "it takes 1 (JIT off) or 0 (on); JIT stays on");
+}
+
+bool tiered_by_environment() {
+  return switch_from_environment("KDAJIT_TIERED", false, cache::CacheWarning::bad_tiered,
+                                 "it takes 1 (tiered JIT) or 0 (off); it stays off");
 }
 
 std::optional<double> prepare_lead_from_environment() {

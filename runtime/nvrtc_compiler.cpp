@@ -266,11 +266,7 @@ CompiledModule NvrtcCompiler::compile(const CompileRequest& request) const {
   const std::map<std::string, ResourceUsage> logged = parse_ptxas_resource_log(out.log);
   const std::map<std::string, CubinResources> recorded = cubin_resources(out.cubin);
   for (const std::string& entry : request.entry_points) {
-    const auto in_cubin = recorded.find(entry);
-    const auto in_log = logged.find(entry);
-    const std::variant<ResourceUsage, std::string> usage =
-        entry_resources(entry, in_cubin != recorded.end() ? &in_cubin->second : nullptr,
-                        in_log != logged.end() ? &in_log->second : nullptr);
+    const std::variant<ResourceUsage, std::string> usage = entry_resources(entry, recorded, logged);
     if (const std::string* why = std::get_if<std::string>(&usage)) {
       fail(request, out.options, out.log, *why);
     }

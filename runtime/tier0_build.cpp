@@ -36,11 +36,7 @@ Tier0Build build_tier0(const KernelPlan& plan) {
   // the kernel's .nv.shared section without saying so
   const std::map<std::string, CubinResources> recorded = cubin_resources(
       out.cubin, plan.target.cc_major >= 9 ? SmemReserve::counted : SmemReserve::as_sections_say);
-  const auto in_log = logged.find(entry);
-  const auto in_cubin = recorded.find(entry);
-  const std::variant<ResourceUsage, std::string> usage =
-      entry_resources(entry, in_cubin != recorded.end() ? &in_cubin->second : nullptr,
-                      in_log != logged.end() ? &in_log->second : nullptr);
+  const std::variant<ResourceUsage, std::string> usage = entry_resources(entry, recorded, logged);
   if (const std::string* why = std::get_if<std::string>(&usage)) {
     throw InternalError(fmt::format("the tier-0 cubin of {} for {}: {}", plan.schedule_name, plan.target.name, *why));
   }

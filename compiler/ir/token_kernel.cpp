@@ -82,6 +82,11 @@ private:
   /// if (condition) { body } at the current point; the builder ends after it.
   template <class Body>
   void if_then(llvm::Value* condition, const char* name, Body body);
+  /// load() in a block `name` entered only when `pointer` is set, else
+  /// `fallback`: the value (a PHI called `result`) after it. A null pointer is
+  /// never read.
+  template <class Load>
+  llvm::Value* load_or(llvm::Value* pointer, const char* name, const char* result, llvm::Value* fallback, Load load);
   /// for c in [0, 128): acc = body(c, acc), in order, the body written
   /// k_keys_per_iteration times per iteration of a loop that stays rolled
   /// (its loads can be issued ahead of the serial accumulation); the final acc.
@@ -175,6 +180,22 @@ void TokenKernelWriter::if_then(llvm::Value* condition, const char* name, Body b
   m_b.SetInsertPoint(done);
 }
 
+template <class Load>
+llvm::Value* TokenKernelWriter::load_or(llvm::Value* pointer, const char* name, const char* result,
+                                       llvm::Value* fallback, Load load) {
+  llvm::BasicBlock* before = m_b.GetInsertBlock();
+  llvm::Value* loaded = nullptr;
+  llvm::BasicBlock* after_load = nullptr;
+  if_then(m_b.CreateIsNotNull(pointer), name, [&] {
+    loaded = load();
+    after_load = m_b.GetInsertBlock();
+  });
+  llvm::PHINode* value = m_b.CreatePHI(fallback->getType(), 2, result);
+  value->addIncoming(fallback, before);
+  value->addIncoming(loaded, after_load);
+  return value;
+}
+
 template <class Body>
 Values TokenKernelWriter::for_keys(const char* name, const Values& init, Body body) {
   llvm::BasicBlock* before = m_b.GetInsertBlock();
@@ -246,17 +267,8 @@ llvm::Value* TokenKernelWriter::sequence_of_cta() {
     return x;
   }
   llvm::Value* order = pointer_field("seq_order");
-  llvm::BasicBlock* from = m_b.GetInsertBlock();
-  llvm::Value* ordered = nullptr;
-  llvm::BasicBlock* loaded = nullptr;
-  if_then(m_b.CreateIsNotNull(order), "seq_order", [&] {
-    ordered = m_b.CreateSExt(m_b.CreateLoad(i32(), m_b.CreateInBoundsGEP(i32(), order, x)), i64());
-    loaded = m_b.GetInsertBlock();
-  });
-  llvm::PHINode* n = m_b.CreatePHI(i64(), 2, "n");
-  n->addIncoming(x, from);
-  n->addIncoming(ordered, loaded);
-  return n;
+  return load_or(order, "seq_order", "n", x,
+                 [&] { return m_b.CreateSExt(m_b.CreateLoad(i32(), m_b.CreateInBoundsGEP(i32(), order, x)), i64()); });
 }
 
 // Sequence n's first token row and length: fixed n T and T, packed from
@@ -483,28 +495,14 @@ std::unique_ptr<llvm::Module> TokenKernelWriter::write() {
   llvm::Value* rate = exp2(m_b.CreateFMul(load_f32(pointer_field("a_log"), m_head), f(1.4426950408889634F)));
   // dt_bias[h][v] or 0: the load is guarded (a null dt_bias is never read)
   llvm::Value* dt_bias = pointer_field("dt_bias");
-  llvm::BasicBlock* before_bias = m_b.GetInsertBlock();
-  llvm::Value* loaded_bias = nullptr;
-  llvm::BasicBlock* load_bias = nullptr;
-  if_then(m_b.CreateIsNotNull(dt_bias), "load_bias", [&] {
-    loaded_bias = load_f32(dt_bias, m_b.CreateAdd(m_b.CreateMul(m_head, c64(D)), m_thread));
-    load_bias = m_b.GetInsertBlock();
+  llvm::Value* bias = load_or(dt_bias, "load_bias", "dt_bias_v", f(0.0F), [&] {
+    return load_f32(dt_bias, m_b.CreateAdd(m_b.CreateMul(m_head, c64(D)), m_thread));
   });
-  llvm::PHINode* bias = m_b.CreatePHI(f32(), 2, "dt_bias_v");
-  bias->addIncoming(f(0.0F), before_bias);
-  bias->addIncoming(loaded_bias, load_bias);
   // slot n of the state, or pool slot state_indices[n]; slots state_slot_stride apart
   llvm::Value* indices = pointer_field("state_indices");
-  llvm::BasicBlock* before_slot = m_b.GetInsertBlock();
-  llvm::Value* pooled = nullptr;
-  llvm::BasicBlock* pool = nullptr;
-  if_then(m_b.CreateIsNotNull(indices), "pool_slot", [&] {
-    pooled = m_b.CreateSExt(m_b.CreateLoad(i32(), m_b.CreateInBoundsGEP(i32(), indices, n)), i64());
-    pool = m_b.GetInsertBlock();
+  llvm::Value* slot = load_or(indices, "pool_slot", "state_slot", n, [&] {
+    return m_b.CreateSExt(m_b.CreateLoad(i32(), m_b.CreateInBoundsGEP(i32(), indices, n)), i64());
   });
-  llvm::PHINode* slot = m_b.CreatePHI(i64(), 2, "state_slot");
-  slot->addIncoming(n, before_slot);
-  slot->addIncoming(pooled, pool);
   llvm::Value* slot_base = m_b.CreateMul(slot, i64_field("state_slot_stride"));
   llvm::Value* head_base = m_b.CreateMul(m_head, c64(D * D));
   llvm::Value* row_in_slot = m_b.CreateAdd(head_base, m_b.CreateMul(m_thread, c64(D)));
