@@ -46,6 +46,9 @@ enum class GridRule {
   chunks_by_heads,    ///< x: an upper bound of the chunks of all sequences, y: heads
   sequences_by_heads, ///< x: sequences, y: heads x (128 / m_tile)
   single_block,       ///< one block (chunk offsets of packed input)
+  /// x: min(work items, SMs x ctas_per_sm), y = 1: each CTA loops over the
+  /// work items (sequences x heads x (128 / m_tile)) x, x + gridDim.x, ...
+  persistent_items,
 };
 
 /// Packed calls of at most this many sequences get no chunk_offsets launch:
@@ -61,6 +64,9 @@ struct LaunchPlan {
   std::int64_t dynamic_smem = 0;
   int min_blocks_per_sm = 0; ///< __launch_bounds__'s second argument; 0: none
   int chunks_per_cta = 1;    ///< chunks_by_heads: x = ceil(chunk bound / this)
+  /// persistent_items: CTAs resident per SM (1 for a kernel that takes the
+  /// SM's SMEM, else min_blocks_per_sm or 1)
+  int ctas_per_sm = 1;
   /// Registers per thread at entry when the warp roles move registers with
   /// setmaxnreg (`__maxnreg__`, so ptxas knows the entry count); 0: none.
   int entry_registers = 0;

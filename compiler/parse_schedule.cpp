@@ -241,6 +241,7 @@ Schedule parse_schedule(const json& document, const std::string& source) {
   }
   s.name = r.string("name", true).value_or("");
   s.description = r.string("description", false).value_or("");
+  s.hardware_verified = r.boolean("hardware_verified", false).value_or(true);
   s.family = r.word<Family>("family", true, parse_family, family_words()).value_or(Family::warp_mma);
   s.backend = r.word<Backend>("backend", false, parse_backend, backend_words()).value_or(Backend::cuda);
   s.targets = read_string_list(r, "targets", true, sink);

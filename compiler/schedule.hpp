@@ -166,6 +166,10 @@ struct Schedule {
   /// (compiler/schedule_library.hpp), which routing takes automatically only
   /// after it passed `kdajit selftest` on the device.
   bool shipped = true;
+  /// `hardware_verified` (default true): false for a shipped design no GPU
+  /// has run yet, which routing treats as an author's schedule (taken
+  /// automatically only after `kdajit selftest` passed it on the device).
+  bool hardware_verified = true;
   std::string name;
   std::string description;
   Family family = Family::warp_mma;

@@ -78,11 +78,13 @@ void check_schedule_fields(const Schedule& s, std::vector<Diagnostic>& sink) {
   if (s.eligibility.state_dtypes.empty()) {
     sink.push_back({"/eligibility/state_dtypes", "at least one state dtype ('fp32' or 'bf16') is required"});
   }
-  if (s.grid != GridKind::direct) {
+  if (s.grid == GridKind::small_bh_split) {
     // Parsed so that a schedule can name it, but no generator builds it: a
     // schedule saying so must not quietly get the direct grid instead.
-    sink.push_back({"/grid", fmt::format("grid '{}' has no code generator yet: every generator's recurrent grid "
-                                         "is 'direct' (one CTA per (sequence, head) and row block)",
+    // ('persistent' is a family recipe's: find_family_recipe says which.)
+    sink.push_back({"/grid", fmt::format("grid '{}' has no code generator yet: the recurrent grids are 'direct' "
+                                         "(one CTA per (sequence, head) and row block) and, for the recipes that "
+                                         "have it, 'persistent'",
                                          to_string(s.grid))});
   }
   if (s.decomposition == Decomposition::fused && s.kernels.size() != 1) {

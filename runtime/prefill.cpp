@@ -137,10 +137,10 @@ PrefillResult recurrent_kda_prefill(const PrefillArgs& args, const PrefillOption
   if (overlap.overlap) {
     const ReadyFlags flags = scratch.ready_flags(workspace_records(plan, p));
     const OverlapLane lane = acquire_overlap_lane(runtime::ensure_current_context());
-    launch_overlapped(overlapped_launches(plan, *k.module, p, overlap), fields, values, stream,
+    launch_overlapped(overlapped_launches(plan, *k.module, p, overlap, s.device->info.sm_count), fields, values, stream,
                       OverlapChannel{lane.side, lane.prepared, lane.finished, flags, lane.priority});
   } else {
-    launch_sequential(sequential_launches(plan, *k.module, p), values, stream);
+    launch_sequential(sequential_launches(plan, *k.module, p, s.device->info.sm_count), values, stream);
   }
   return result;
 }

@@ -68,22 +68,6 @@ const TuningTable& tuning_table() {
 }
 
 
-runtime::Dim3 grid_of(const EntryPlan& e, const ProblemShape& p, const KernelPlan& plan) {
-  const std::int64_t chunk = plan.tiles.chunk_size;
-  switch (e.launch.grid) {
-  case GridRule::single_block:
-    return {1, 1, 1};
-  case GridRule::chunks_by_heads: {
-    const std::int64_t chunks = p.layout == LayoutKind::fixed ? p.num_seqs * ((p.seq_len + chunk - 1) / chunk)
-                                                              : p.total_tokens / chunk + p.num_seqs;
-    const std::int64_t per_cta = e.launch.chunks_per_cta;
-    return {static_cast<unsigned>((chunks + per_cta - 1) / per_cta), static_cast<unsigned>(p.heads), 1};
-  }
-  case GridRule::sequences_by_heads:
-    return {static_cast<unsigned>(p.num_seqs), static_cast<unsigned>(p.heads * (128 / plan.tiles.m_tile)), 1};
-  }
-  return {1, 1, 1};
-}
 
 // The sequence table at the workspace's start: chunk offsets (N + 1 int32)
 // and the packed layout's sequence order (N int32, common/sequences),
@@ -172,6 +156,28 @@ void launch_resolved(const ResolvedLaunch& l, const std::vector<std::uint8_t>& p
 }
 
 } // namespace
+
+runtime::Dim3 grid_of(const EntryPlan& e, const ProblemShape& p, const KernelPlan& plan, int sm_count) {
+  const std::int64_t chunk = plan.tiles.chunk_size;
+  switch (e.launch.grid) {
+  case GridRule::single_block:
+    return {1, 1, 1};
+  case GridRule::chunks_by_heads: {
+    const std::int64_t chunks = p.layout == LayoutKind::fixed ? p.num_seqs * ((p.seq_len + chunk - 1) / chunk)
+                                                              : p.total_tokens / chunk + p.num_seqs;
+    const std::int64_t per_cta = e.launch.chunks_per_cta;
+    return {static_cast<unsigned>((chunks + per_cta - 1) / per_cta), static_cast<unsigned>(p.heads), 1};
+  }
+  case GridRule::sequences_by_heads:
+    return {static_cast<unsigned>(p.num_seqs), static_cast<unsigned>(p.heads * (128 / plan.tiles.m_tile)), 1};
+  case GridRule::persistent_items: {
+    const std::int64_t items = static_cast<std::int64_t>(p.num_seqs) * p.heads * (128 / plan.tiles.m_tile);
+    const std::int64_t resident = static_cast<std::int64_t>(std::max(sm_count, 1)) * e.launch.ctas_per_sm;
+    return {static_cast<unsigned>(std::clamp<std::int64_t>(items, 1, resident)), 1, 1};
+  }
+  }
+  return {1, 1, 1};
+}
 
 // Route decisions are memoised by what decides them (a tuple, not a
 // formatted string: this runs on every call's dispatch path).
@@ -301,7 +307,7 @@ OverlapDecision decide_overlap(const KernelPlan& plan, const runtime::LoadedModu
 }
 
 OverlappedLaunches overlapped_launches(const KernelPlan& plan, const runtime::LoadedModule& module,
-                                       const ProblemShape& p, const OverlapDecision& decision) {
+                                       const ProblemShape& p, const OverlapDecision& decision, int sm_count) {
   const EntryPlan* prepare = entry_with_role(plan, KernelRole::prepare);
   const EntryPlan* recurrence = entry_with_role(plan, KernelRole::recurrence);
   if (!decision.overlap || prepare == nullptr || recurrence == nullptr) {
@@ -311,7 +317,7 @@ OverlappedLaunches overlapped_launches(const KernelPlan& plan, const runtime::Lo
   OverlappedLaunches l;
   for (const EntryPlan& e : plan.entries) {
     if (e.role == KernelRole::sequence_table && launches(e, p)) {
-      l.tables.push_back(resolve_launch(module, e, grid_of(e, p, plan)));
+      l.tables.push_back(resolve_launch(module, e, grid_of(e, p, plan, sm_count)));
     }
   }
   auto prepare_grid = [&](std::int64_t count) {
@@ -320,7 +326,7 @@ OverlappedLaunches overlapped_launches(const KernelPlan& plan, const runtime::Lo
   };
   l.lead_prepare = resolve_launch(module, *prepare, prepare_grid(decision.lead_chunks));
   l.rest_prepare = resolve_launch(module, *prepare, prepare_grid(decision.chunk_extent - decision.lead_chunks));
-  l.recurrence = resolve_launch(module, *recurrence, grid_of(*recurrence, p, plan));
+  l.recurrence = resolve_launch(module, *recurrence, grid_of(*recurrence, p, plan, sm_count));
   l.lead_chunks = static_cast<std::int32_t>(decision.lead_chunks);
   return l;
 }
@@ -458,7 +464,7 @@ ArgValues call_values(const KernelPlan& plan, const CallFields& fields, const Pr
 }
 
 std::vector<ResolvedLaunch> sequential_launches(const KernelPlan& plan, const runtime::LoadedModule& module,
-                                                const ProblemShape& p) {
+                                                const ProblemShape& p, int sm_count) {
   std::vector<ResolvedLaunch> out;
   for (const EntryPlan& e : plan.entries) {
     if (launches(e, p)) {
@@ -466,7 +472,7 @@ std::vector<ResolvedLaunch> sequential_launches(const KernelPlan& plan, const ru
       // kernel before it would be the caller's)
       const bool early = e.launch.programmatic && !out.empty();
       out.push_back(resolve_launch(
-          module, e, grid_of(e, p, plan),
+          module, e, grid_of(e, p, plan, sm_count),
           {early ? runtime::StreamOrder::programmatic : runtime::StreamOrder::serialized, std::nullopt}));
     }
   }

@@ -123,11 +123,17 @@ struct ResolvedLaunch {
   runtime::LaunchAttributes attributes;
 };
 
-/// The sequential path's launches for a call of shape `p`: every entry that
-/// launches, in plan order, a programmatic one early where the kernel before
-/// it is the call's. A plan resolves them once; an eager call per call.
+/// The grid of entry `e` for a call of shape `p` on a device of `sm_count`
+/// SMs (LaunchPlan::grid: a persistent grid takes as many CTAs as can be
+/// resident, at most one per work item).
+runtime::Dim3 grid_of(const EntryPlan& e, const ProblemShape& p, const KernelPlan& plan, int sm_count);
+
+/// The sequential path's launches for a call of shape `p` on a device of
+/// `sm_count` SMs (a persistent grid's size): every entry that launches, in
+/// plan order, a programmatic one early where the kernel before it is the
+/// call's. A plan resolves them once; an eager call per call.
 std::vector<ResolvedLaunch> sequential_launches(const KernelPlan& plan, const runtime::LoadedModule& module,
-                                                const ProblemShape& p);
+                                                const ProblemShape& p, int sm_count);
 
 /// The overlapped path's launches (runtime/prepare_overlap.hpp): the sequence
 /// table kernels and the leading prepare on the caller's stream, the rest of
@@ -140,7 +146,7 @@ struct OverlappedLaunches {
   std::int32_t lead_chunks = 0; ///< the rest's first local chunk
 };
 OverlappedLaunches overlapped_launches(const KernelPlan& plan, const runtime::LoadedModule& module,
-                                       const ProblemShape& p, const OverlapDecision& decision);
+                                       const ProblemShape& p, const OverlapDecision& decision, int sm_count);
 
 /// `launches` one after the other on `stream`, each with the values' struct.
 void launch_sequential(const std::vector<ResolvedLaunch>& launches, const ArgValues& values, CUstream stream);

@@ -124,9 +124,10 @@ PrefillPlan::PrefillPlan(const PrefillArgs& signature, const PrefillOptions& opt
   m->target = plan.target.name;
   m->overlap = decide_overlap(plan, *m->kernel.module, m->setup, options);
   // also taken by an overlapping plan when another capture holds its side stream
-  m->sequential = sequential_launches(plan, *m->kernel.module, m->problem);
+  const int sm_count = m->setup.device->info.sm_count;
+  m->sequential = sequential_launches(plan, *m->kernel.module, m->problem, sm_count);
   if (m->overlap.overlap) {
-    m->overlapped = overlapped_launches(plan, *m->kernel.module, m->problem, m->overlap);
+    m->overlapped = overlapped_launches(plan, *m->kernel.module, m->problem, m->overlap, sm_count);
     m->flags_offset = (m->workspace_bytes + 255) / 256 * 256;
     m->flag_count = workspace_records(plan, m->problem);
     m->workspace_bytes = m->flags_offset + m->flag_count * 4;

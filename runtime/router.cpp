@@ -115,8 +115,10 @@ std::optional<std::string> table_device_key(const TuningTable& table, const Devi
 } // namespace
 
 bool verified_on_hardware(const Schedule& s, const Target& t) {
-  if (!s.shipped) {
-    return false; // an author's schedule (KDAJIT_SCHEDULE_PATH) never ran here, whatever it lists
+  if (!s.shipped || !s.hardware_verified) {
+    // an author's schedule (KDAJIT_SCHEDULE_PATH), or a shipped design no GPU
+    // has run yet (`hardware_verified`: false), whatever it lists
+    return false;
   }
   // the target itself ran (compiler/target.cpp: sm_90, sm_90a, the proxies),
   // or the same source ran for another target the schedule lists (portable_c16

@@ -71,7 +71,11 @@ void check_against_family(const ValidatedSchedule& v) {
   const FamilyRecipe* recipe = nullptr;
   try {
     recipe = &find_family_recipe(v.schedule());
-  } catch (const ScheduleError&) {
+  } catch (const ScheduleError& e) {
+    const std::vector<Diagnostic>& d = e.diagnostics();
+    if (std::any_of(d.begin(), d.end(), [](const Diagnostic& x) { return x.json_path == "/grid"; })) {
+      throw; // the family has a generator, not for this grid: the schedule cannot run
+    }
     return; // no generator for this family yet: nothing addresses its buffers
   }
   check_buffer_needs(v, *recipe);

@@ -89,12 +89,15 @@ std::vector<BufferNeed> prepare_c16_buffers(std::vector<BufferNeed> more) {
 // tiles, and the checkpoint tile with its two mbarriers (declared only_with
 // checkpoints; the tile is the image of two 128-byte-swizzled TMA boxes of
 // the M tile's rows, 64 keys each); it waits for the prepare kernel, so it may
-// be launched early.
-// The record's size is the workspace record's (check_record_image).
-KernelRecipe wgmma_recurrence(std::int64_t c) {
+// be launched early. The record's size is the workspace record's
+// (check_record_image). On the persistent grid its fragment loops over the
+// CTA's work items and calls wgmma/recurrence's helpers (a common fragment
+// of that recipe).
+KernelRecipe wgmma_recurrence(std::int64_t c, GridKind grid) {
+  const bool persistent = grid == GridKind::persistent;
   return {.role = KernelRole::recurrence,
-          .fragment = "wgmma/recurrence",
-          .call = "kda::frag::recurrence",
+          .fragment = persistent ? "wgmma/recurrence_persistent" : "wgmma/recurrence",
+          .call = persistent ? "kda::frag::recurrence_persistent" : "kda::frag::recurrence",
           .buffers = {{"record", DType::bf16, {}},
                       {"v", DType::bf16, {{c}, {136}}},
                       {"out", DType::bf16, {{2}, {c}, {136}}},
@@ -107,6 +110,105 @@ KernelRecipe wgmma_recurrence(std::int64_t c) {
                       {"checkpoint_empty", DType::u64, {{1}}}},
           .roles = {"mma", "producer"},
           .waits_for_prior_grid = true};
+}
+
+// The wgmma family's fragments before its kernels': the persistent grid's
+// recurrence also takes wgmma/recurrence's helpers.
+std::vector<std::string> wgmma_common_fragments(std::vector<std::string> fragments, GridKind grid) {
+  if (grid == GridKind::persistent) {
+    fragments.push_back("wgmma/recurrence");
+  }
+  return fragments;
+}
+
+// The record is the SMEM image of the wgmma B operands (K-major core
+// matrices, no swizzle): KQ = [Kd; Qd] (N 32, K 128) for the projections,
+// UPD = [Kr^T T; Mqk T] (N 144, K 16) for the state-and-output update with
+// the solve folded in.
+FamilyRecipe wgmma_c16_recipe(const std::string& name, GridKind grid) {
+  return {
+      .name = name,
+      .family = Family::wgmma,
+      .decomposition = Decomposition::decomposed,
+      .grid = grid,
+      .chunk_size = 16,
+      .common_fragments = wgmma_common_fragments({"common/prologue", "common/sequences", "wgmma/record_core_matrices",
+                                                  "common/state_rows", "common/recurrence_io", "common/async_copy",
+                                                  "wgmma/async", "common/ready_flags", "common/prepare_ops",
+                                                  "wgmma/fold_c16"},
+                                                 grid),
+      .kernels = {{.role = KernelRole::prepare,
+                   .fragment = "common/prepare_chunk",
+                   .call = "kda::frag::prepare_chunk",
+                   // the fold's operands
+                   .buffers = prepare_c16_buffers({{"krt", DType::bf16, {{128}, {16}}}, {"tt", DType::bf16, {{16}, {16}}}}),
+                   .roles = {"prepare"}},
+                  wgmma_recurrence(16, grid)},
+      .chunk_offsets = chunk_offsets_recipe(),
+      .workspace = {{.name = "KQ", .bytes = 32 * 128 * 2, .core_lbo = 4 * 128, .core_sbo = 128},
+                    {.name = "UPD", .bytes = 144 * 16 * 2, .core_lbo = 18 * 128, .core_sbo = 128},
+                    {.name = "BETA", .bytes = 16 * 4},
+                    {.name = "GAMMA", .bytes = 128 * 4}},
+      .record_image_buffer = "record",
+      .wgmma_n = {16, 128},
+      .inverse_block = 16,
+      .mqk_diagonal = MqkDiagonal::operands,
+      .checkpoint_tensor_map_cols = 64,
+      // pools in common/state_rows, checkpoints in wgmma/recurrence (TMA stores), seq_order in
+      // recurrence_pair (common/sequences; the persistent grid's items follow its order)
+      .features = {.state_pool = true, .seq_order = true, .checkpoints = true},
+  };
+}
+
+// Chunk 32 with the fixed exponent anchor: the same record image at twice
+// the rows (KQ N 64, K 128; UPD N 160, K 32); the prepare kernel (8 warps)
+// inverts blocked 16 -> 32 and folds T into UPD. The direct grid's
+// recurrence may run beside its prepare kernel (prepare_overlap).
+FamilyRecipe wgmma_c32_recipe(const std::string& name, GridKind grid) {
+  return {
+      .name = name,
+      .family = Family::wgmma,
+      .decomposition = Decomposition::decomposed,
+      .grid = grid,
+      .chunk_size = 32,
+      .common_fragments = wgmma_common_fragments({"common/prologue", "common/sequences", "wgmma/record_core_matrices",
+                                                  "common/state_rows", "common/recurrence_io", "common/async_copy",
+                                                  "wgmma/async", "common/ready_flags", "common/prepare_ops"},
+                                                 grid),
+      .kernels = {{.role = KernelRole::prepare,
+                   .fragment = "wgmma/prepare_chunk32",
+                   .call = "kda::frag::prepare_chunk32",
+                   .buffers = {{"q_raw", DType::bf16, {{32}, {128}}},
+                               {"k_raw", DType::bf16, {{32}, {128}}},
+                               {"g_raw", DType::bf16, {{32}, {128}}},
+                               {"rnorm", DType::fp32, {{2}, {32}}},
+                               {"beta", DType::fp32, {{32}}},
+                               {"gsum", DType::fp32, {{4}, {128}}},
+                               {"qkdot", DType::fp32, {{32}}},
+                               {"chunk_info", DType::i64, {{8}}},
+                               {"ki", DType::bf16, {{32}, {128}}},
+                               {"kda", DType::bf16, {{32}, {128}}},
+                               {"qda", DType::bf16, {{32}, {128}}},
+                               {"lmat", DType::fp32, {{32}, {36}}},
+                               {"mqk", DType::bf16, {{32}, {40}}},
+                               {"kr", DType::bf16, {{32}, {128}}},
+                               {"tmat", DType::fp32, {{32}, {36}}},
+                               {"tt", DType::bf16, {{32}, {40}}}},
+                   .roles = {"prepare"}},
+                  wgmma_recurrence(32, grid)},
+      .chunk_offsets = chunk_offsets_recipe(),
+      .workspace = {{.name = "KQ", .bytes = 64 * 128 * 2, .core_lbo = 8 * 128, .core_sbo = 128},
+                    {.name = "UPD", .bytes = 160 * 32 * 2, .core_lbo = 20 * 128, .core_sbo = 128},
+                    {.name = "BETA", .bytes = 32 * 4},
+                    {.name = "GAMMA", .bytes = 128 * 4}},
+      .record_image_buffer = "record",
+      .wgmma_n = {32, 128},
+      .inverse_block = 16, // T11, T22 by forward substitution, merged 16 -> 32
+      .prepare_overlap = grid == GridKind::direct,
+      .mqk_diagonal = MqkDiagonal::raw_rows, // Qda and Ki are bf16: the diagonal from the raw rows
+      .checkpoint_tensor_map_cols = 64,
+      .features = {.state_pool = true, .seq_order = true, .checkpoints = true},
+  };
 }
 
 // The fused tcgen05 kernel at chunk C (tcgen05/fused_*): the MMA shapes, the
@@ -218,85 +320,11 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           // pools and checkpoints in common/state_rows, seq_order in recurrence_pair (common/sequences)
           .features = {.state_pool = true, .seq_order = true, .checkpoints = true},
       },
-      {
-          // The record is the SMEM image of the wgmma B operands (K-major core
-          // matrices, no swizzle): KQ = [Kd; Qd] (N 32, K 128) for the
-          // projections, UPD = [Kr^T T; Mqk T] (N 144, K 16) for the
-          // state-and-output update with the solve folded in.
-          .name = "wgmma_decomposed_c16",
-          .family = Family::wgmma,
-          .decomposition = Decomposition::decomposed,
-          .chunk_size = 16,
-          .common_fragments = {"common/prologue", "common/sequences", "wgmma/record_core_matrices",
-                               "common/state_rows", "common/recurrence_io", "common/async_copy", "wgmma/async", "common/ready_flags",
-                               "common/prepare_ops", "wgmma/fold_c16"},
-          .kernels = {{.role = KernelRole::prepare,
-                       .fragment = "common/prepare_chunk",
-                       .call = "kda::frag::prepare_chunk",
-                       // the fold's operands
-                       .buffers = prepare_c16_buffers(
-                           {{"krt", DType::bf16, {{128}, {16}}}, {"tt", DType::bf16, {{16}, {16}}}}),
-                       .roles = {"prepare"}},
-                      wgmma_recurrence(16)},
-          .chunk_offsets = chunk_offsets_recipe(),
-          .workspace = {{.name = "KQ", .bytes = 32 * 128 * 2, .core_lbo = 4 * 128, .core_sbo = 128},
-                        {.name = "UPD", .bytes = 144 * 16 * 2, .core_lbo = 18 * 128, .core_sbo = 128},
-                        {.name = "BETA", .bytes = 16 * 4},
-                        {.name = "GAMMA", .bytes = 128 * 4}},
-          .record_image_buffer = "record",
-          .wgmma_n = {16, 128},
-          .inverse_block = 16,
-          .mqk_diagonal = MqkDiagonal::operands,
-          .checkpoint_tensor_map_cols = 64,
-          // pools in common/state_rows, checkpoints in wgmma/recurrence (TMA stores), seq_order in
-          // recurrence_pair (common/sequences)
-          .features = {.state_pool = true, .seq_order = true, .checkpoints = true},
-      },
-      {
-          // Chunk 32 with the fixed exponent anchor: the same record image at
-          // twice the rows (KQ N 64, K 128; UPD N 160, K 32); the prepare
-          // kernel (8 warps) inverts blocked 16 -> 32 and folds T into UPD.
-          .name = "wgmma_decomposed_c32",
-          .family = Family::wgmma,
-          .decomposition = Decomposition::decomposed,
-          .chunk_size = 32,
-          .common_fragments = {"common/prologue", "common/sequences", "wgmma/record_core_matrices",
-                               "common/state_rows", "common/recurrence_io", "common/async_copy", "wgmma/async", "common/ready_flags",
-                               "common/prepare_ops"},
-          .kernels = {{.role = KernelRole::prepare,
-                       .fragment = "wgmma/prepare_chunk32",
-                       .call = "kda::frag::prepare_chunk32",
-                       .buffers = {{"q_raw", DType::bf16, {{32}, {128}}},
-                                   {"k_raw", DType::bf16, {{32}, {128}}},
-                                   {"g_raw", DType::bf16, {{32}, {128}}},
-                                   {"rnorm", DType::fp32, {{2}, {32}}},
-                                   {"beta", DType::fp32, {{32}}},
-                                   {"gsum", DType::fp32, {{4}, {128}}},
-                                   {"qkdot", DType::fp32, {{32}}},
-                                   {"chunk_info", DType::i64, {{8}}},
-                                   {"ki", DType::bf16, {{32}, {128}}},
-                                   {"kda", DType::bf16, {{32}, {128}}},
-                                   {"qda", DType::bf16, {{32}, {128}}},
-                                   {"lmat", DType::fp32, {{32}, {36}}},
-                                   {"mqk", DType::bf16, {{32}, {40}}},
-                                   {"kr", DType::bf16, {{32}, {128}}},
-                                   {"tmat", DType::fp32, {{32}, {36}}},
-                                   {"tt", DType::bf16, {{32}, {40}}}},
-                       .roles = {"prepare"}},
-                      wgmma_recurrence(32)},
-          .chunk_offsets = chunk_offsets_recipe(),
-          .workspace = {{.name = "KQ", .bytes = 64 * 128 * 2, .core_lbo = 8 * 128, .core_sbo = 128},
-                        {.name = "UPD", .bytes = 160 * 32 * 2, .core_lbo = 20 * 128, .core_sbo = 128},
-                        {.name = "BETA", .bytes = 32 * 4},
-                        {.name = "GAMMA", .bytes = 128 * 4}},
-          .record_image_buffer = "record",
-          .wgmma_n = {32, 128},
-          .inverse_block = 16, // T11, T22 by forward substitution, merged 16 -> 32
-          .prepare_overlap = true,
-          .mqk_diagonal = MqkDiagonal::raw_rows, // Qda and Ki are bf16: the diagonal from the raw rows
-          .checkpoint_tensor_map_cols = 64,
-          .features = {.state_pool = true, .seq_order = true, .checkpoints = true},
-      },
+      wgmma_c16_recipe("wgmma_decomposed_c16", GridKind::direct),
+      wgmma_c32_recipe("wgmma_decomposed_c32", GridKind::direct),
+      // the same designs on the persistent grid (wgmma/recurrence_persistent)
+      wgmma_c16_recipe("wgmma_decomposed_c16_persistent", GridKind::persistent),
+      wgmma_c32_recipe("wgmma_decomposed_c32_persistent", GridKind::persistent),
       // The fused design of seed note 000 (one kernel): the load warp and five
       // producer groups fill the ring, the state, MMA and epilogue roles
       // consume it in order with the fp32 state in TMEM. M128 and M64 at
@@ -334,18 +362,29 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
 
 const FamilyRecipe& find_family_recipe(const Schedule& s) {
   std::string available;
+  std::string grids; // the grids of the recipes that match but for the grid
   for (const FamilyRecipe& r : all_family_recipes()) {
     const bool m_tile_ok =
         r.m_tiles.empty() || std::find(r.m_tiles.begin(), r.m_tiles.end(), s.m_tile) != r.m_tiles.end();
     const bool residence_ok = !r.residence || *r.residence == s.state.residence;
     if (r.family == s.family && r.backend == s.backend && r.decomposition == s.decomposition &&
         r.chunk_size == s.chunk_size && m_tile_ok && residence_ok) {
-      return r;
+      if (r.grid == s.grid) {
+        return r;
+      }
+      grids += fmt::format("{}'{}'", grids.empty() ? "" : ", ", to_string(r.grid));
+      continue;
     }
     available += fmt::format("{}{} {} chunk {}{}{}", available.empty() ? "" : ", ", to_string(r.family),
                              to_string(r.decomposition), r.chunk_size,
                              r.m_tiles.empty() ? "" : fmt::format(" m_tile {}", fmt::join(r.m_tiles, "/")),
                              r.residence ? fmt::format(" state in {}", to_string(*r.residence)) : "");
+  }
+  if (!grids.empty()) {
+    throw ScheduleError(s.source, {{"/grid", fmt::format("grid '{}' has no code generator yet for a {} {} design with "
+                                                         "chunk {} (its grids: {})",
+                                                         to_string(s.grid), to_string(s.family),
+                                                         to_string(s.decomposition), s.chunk_size, grids)}});
   }
   throw ScheduleError(s.source, {{"/family", fmt::format("no code generator yet for a {} {} design with chunk {} and "
                                                          "m_tile {} (available: {})",

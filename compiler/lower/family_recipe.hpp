@@ -51,6 +51,8 @@ struct FamilyRecipe {
   /// IR (compiler/ir/: its fragments and calls are empty).
   Backend backend = Backend::cuda;
   Decomposition decomposition = Decomposition::decomposed;
+  /// The recurrent grid its kernels are written for (the schedule's `grid`).
+  GridKind grid = GridKind::direct;
   int chunk_size = 16;
   std::vector<std::string> common_fragments;
   std::vector<KernelRecipe> kernels;

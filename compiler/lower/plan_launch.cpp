@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace kda {
 
 int entry_registers(const KernelDecl& kernel) {
@@ -36,7 +38,10 @@ void plan_launch(const ValidatedSchedule& v, const FamilyRecipe& recipe, std::ve
       e.launch.dynamic_smem = k.decl.exclusive_sm ? v.target().max_smem_per_block : e.smem_bytes;
       e.launch.min_blocks_per_sm = k.decl.min_blocks_per_sm;
       e.launch.chunks_per_cta = k.decl.chunks_per_cta;
-      e.launch.grid = k.decl.role == KernelRole::prepare ? GridRule::chunks_by_heads : GridRule::sequences_by_heads;
+      e.launch.grid = k.decl.role == KernelRole::prepare        ? GridRule::chunks_by_heads
+                      : v.schedule().grid == GridKind::persistent ? GridRule::persistent_items
+                                                                  : GridRule::sequences_by_heads;
+      e.launch.ctas_per_sm = k.decl.exclusive_sm ? 1 : std::max(1, k.decl.min_blocks_per_sm);
       e.launch.entry_registers = entry_registers(k.decl);
       e.launch.programmatic = k.decl.programmatic_launch;
       const KernelRecipe* kr = kernel_recipe_of(recipe, e);

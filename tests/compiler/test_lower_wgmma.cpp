@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 using namespace kda;
@@ -311,4 +312,44 @@ TEST_CASE("programmatic_launch: the wgmma recurrence starts as the prepare kerne
   CHECK_THAT(problems_of_lowering(portable, "sm_80"),
              Contains("/kernels/1/programmatic_launch: a programmatic launch (griddepcontrol) needs sm_90 or later, "
                       "not available on sm_80"));
+}
+
+TEST_CASE("wgmma persistent grid: the recurrence loops over work items, its fragment after the direct one's helpers",
+          "[compiler][lower][wgmma]") {
+  for (const char* name : {"sm90_wgmma_c16_persistent", "sm90_wgmma_c32_persistent"}) {
+    INFO(name);
+    const KernelPlan plan = test::lower_shipped(name, "sm_90a", LayoutKind::packed);
+    const EntryPlan* prepare = nullptr;
+    const EntryPlan* recurrence = nullptr;
+    for (const EntryPlan& e : plan.entries) {
+      prepare = e.role == KernelRole::prepare ? &e : prepare;
+      recurrence = e.role == KernelRole::recurrence ? &e : recurrence;
+    }
+    REQUIRE(prepare != nullptr);
+    REQUIRE(recurrence != nullptr);
+    CHECK(prepare->launch.grid == GridRule::chunks_by_heads);
+    CHECK(recurrence->launch.grid == GridRule::persistent_items);
+    CHECK(recurrence->launch.ctas_per_sm == 1);
+    CHECK(recurrence->call == "kda::frag::recurrence_persistent");
+    CHECK_FALSE(plan.prepare_overlap); // the persistent grid fills the GPU: no prepare beside it
+    const auto helpers = std::find(plan.fragments.begin(), plan.fragments.end(), "wgmma/recurrence");
+    const auto loops = std::find(plan.fragments.begin(), plan.fragments.end(), "wgmma/recurrence_persistent");
+    REQUIRE(helpers != plan.fragments.end());
+    REQUIRE(loops != plan.fragments.end());
+    CHECK(helpers < loops);
+  }
+  // the direct designs keep their grid and fragment
+  const KernelPlan direct = test::lower_shipped("sm90_wgmma_c16", "sm_90a", LayoutKind::packed);
+  CHECK(direct.entries.back().launch.grid == GridRule::sequences_by_heads);
+  CHECK(std::count(direct.fragments.begin(), direct.fragments.end(), "wgmma/recurrence_persistent") == 0);
+}
+
+TEST_CASE("wgmma persistent grid: the generated source emits the persistent loop, the direct sources do not",
+          "[compiler][emit][wgmma]") {
+  const std::string persistent =
+      emit_cuda(test::lower_shipped("sm90_wgmma_c16_persistent", "sm_90a", LayoutKind::fixed)).text;
+  CHECK_THAT(persistent, Contains("kda::frag::recurrence_persistent(p);"));
+  CHECK_THAT(persistent, Contains("cp.async.bulk.prefetch.L2.global"));
+  const std::string direct = emit_cuda(test::lower_shipped("sm90_wgmma_c16", "sm_90a", LayoutKind::fixed)).text;
+  CHECK_THAT(direct, !Contains("recurrence_persistent"));
 }

@@ -152,3 +152,49 @@ TEST_CASE("gpu contract: results do not depend on seq_order (bit-identical)", "[
     }
   }
 }
+
+// The persistent grid (wgmma/recurrence_persistent) runs the direct design's
+// prepare kernel and chunk step over several work items per CTA: 400
+// sequences of 0 to 100 tokens x 2 heads are 800 items on the H200's 132
+// CTAs (about six each, of unequal length: the ring's phases run on across
+// them). Same arithmetic as the direct grid, so the same bits, with pools,
+// checkpoints and the caller's seq_order; and a fixed layout with an fp32 state.
+TEST_CASE("gpu contract: the persistent grid gives the direct grid's bits over many work items per CTA",
+          "[gpu][contract]") {
+  std::mt19937_64 rng(401);
+  std::vector<std::int64_t> lengths;
+  for (int i = 0; i < 400; ++i) {
+    lengths.push_back(static_cast<std::int64_t>(rng() % 101));
+  }
+  for (const char* chunk : {"c16", "c32"}) {
+    const std::string direct = std::string("sm90_wgmma_") + chunk;
+    const std::string persistent = direct + "_persistent";
+    ContractCase c;
+    c.spec = packed(lengths, 2);
+    c.pool_slots = 420;
+    c.pool_pitch_pad = 8;
+    c.checkpoint_every = std::string(chunk) == "c32" ? 32 : 16;
+    c.seq_order = random_order(static_cast<std::int64_t>(lengths.size()), 402);
+    c.seed = 403;
+    c.schedule = direct;
+    c.label = direct + ": packed 400 seqs (0..100) H2 bf16 pool, checkpoints, seq_order";
+    const ContractReport a = run(c);
+    c.schedule = persistent;
+    c.label = persistent + ": the same";
+    const ContractReport b = run(c);
+    CHECK(b.schedule == persistent);
+    CHECK(b.hash == a.hash);
+
+    ContractCase f;
+    f.spec = fixed(300, 40, 2);
+    f.fp32_state = true;
+    f.seed = 404;
+    f.schedule = direct;
+    f.label = direct + ": fixed B300 T40 H2 fp32";
+    const ContractReport fa = run(f);
+    f.schedule = persistent;
+    f.label = persistent + ": the same";
+    const ContractReport fb = run(f);
+    CHECK(fb.hash == fa.hash);
+  }
+}

@@ -84,7 +84,8 @@ TEST_CASE("router: the shipped schedules are the ones these tests expect", "[run
   }
   CHECK(names == std::vector<std::string>{"portable_c16", "portable_c16_m64", "portable_c16_w8", "sm100_m128_c32", "sm100_m64_c32",
                                           "sm100_n16_c16", "sm120_c32", "sm120_decomposed_c16", "sm90_wgmma_c16",
-                                          "sm90_wgmma_c16_m64", "sm90_wgmma_c32", "token_llvm", "token_llvm_smem"});
+                                          "sm90_wgmma_c16_m64", "sm90_wgmma_c16_persistent", "sm90_wgmma_c32",
+                                          "sm90_wgmma_c32_persistent", "token_llvm", "token_llvm_smem"});
   CHECK(shipped("portable_c16").targets ==
         std::vector<std::string>{"sm_80", "sm_90", "sm_100a", "sm_100f", "sm_103a", "sm_120a", "sm_120"});
 }
@@ -647,4 +648,39 @@ TEST_CASE("router: a checkpoint interval the chunk size does not divide makes a 
              Contains("sm90_wgmma_c32: not eligible: checkpoint interval 48 is not a multiple of its chunk size 32"));
   // without checkpoints the shape key has none
   CHECK_FALSE(route(shipped_schedules(), h200, problem(LayoutKind::packed, true), RouteRequest{}).shape.checkpoints);
+}
+
+TEST_CASE("router: a shipped design no GPU has run yet is taken only when asked for or after selftest passed it",
+          "[runtime][router]") {
+  const DeviceDescription h200 = device(9, 0);
+  ProblemShape many_short = problem(LayoutKind::packed, true);
+  many_short.num_seqs = 1024;
+  many_short.total_tokens = 8 * 1024;
+  many_short.heads = 96;
+  many_short.beta_token_stride = 96;
+  for (const char* name : {"sm90_wgmma_c16_persistent", "sm90_wgmma_c32_persistent"}) {
+    INFO(name);
+    CHECK_FALSE(shipped(name).hardware_verified);
+    CHECK_FALSE(verified_on_hardware(shipped(name), test::target_named("sm_90a")));
+  }
+  CHECK(shipped("sm90_wgmma_c32").hardware_verified);
+  // neither the static preference nor the measured table takes them
+  const RouteDecision automatic = route(shipped_schedules(), h200, many_short, {});
+  CHECK(automatic.schedule->name == "sm90_wgmma_c32");
+  CHECK_THAT(automatic.explanation, Contains("sm90_wgmma_c16_persistent: eligible on sm_90a"));
+  CHECK_THAT(automatic.explanation, Contains("not self-tested here (kdajit selftest): ranked last"));
+  TuningTable table;
+  const std::string key = tuning_device_key(9, 0, 132);
+  table.set(key, shape_class(1024 * 96, 132, 8), "sm90_wgmma_c16_persistent");
+  RouteRequest tuned;
+  tuned.tuning = &table;
+  CHECK(route(shipped_schedules(), h200, many_short, tuned).schedule->name != "sm90_wgmma_c16_persistent");
+  // once it passed selftest on the device the table's entry holds
+  tuned.selftest_passed = [](const Schedule& s, const Target&) { return s.name == "sm90_wgmma_c16_persistent"; };
+  CHECK(route(shipped_schedules(), h200, many_short, tuned).schedule->name == "sm90_wgmma_c16_persistent");
+  // asked for by name it runs at once
+  const RouteDecision asked =
+      route(shipped_schedules(), h200, many_short, RouteRequest{std::string("sm90_wgmma_c32_persistent")});
+  CHECK(asked.schedule->name == "sm90_wgmma_c32_persistent");
+  CHECK(asked.target.name == "sm_90a");
 }

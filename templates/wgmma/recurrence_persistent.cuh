@@ -1,0 +1,421 @@
+// kdajit fragment: wgmma/recurrence_persistent
+// The wgmma recurrence on a persistent grid (schedule grid "persistent"), for
+// calls of many (sequence, head) pairs with few chunks each, where the direct
+// grid of wgmma/recurrence spends most of a pair's time outside its chunks: a
+// CTA per pair is launched, sets up its barriers, loads the state from DRAM
+// and waits for its first record before its MMA warps do anything, and only
+// one such CTA fits on an SM. Here gridDim.x CTAs (at most one per SM: the
+// kernel takes the SM's SMEM) each take the work items blockIdx.x,
+// blockIdx.x + gridDim.x, ... of the N x H x (128 / M_TILE) items (sequence,
+// head, M tile), in the direct grid's order (packed layouts: the longest
+// sequences first, or the caller's seq_order). Every role walks the same
+// items in the same order and carries its ring position from item to item:
+//   producer warp 0, lane 0: the records into the STAGES-slot ring, so the
+//           next items' records arrive while the MMA warps finish this one;
+//   producer warp 1: the V rows into the same slots;
+//   producer warp 2: the outputs; as it starts an item, its lane 0 also
+//           prefetches the next item's state rows into L2
+//           (cp.async.bulk.prefetch.L2), about one item before the MMA warps
+//           load them;
+//   producer warp 3, lane 0: the checkpoint rows (plans with checkpoints);
+//   MMA warps: per item, the state from global memory (common/state_rows:
+//           load_state, an L2 hit once prefetched), the item's chunks, the
+//           state back (store_state).
+// The ring's slots, the output tiles and the checkpoint tile keep one phase
+// sequence across the CTA's items. The chunk step, the producers' per-chunk
+// copies and the staging of outputs and checkpoint rows are wgmma/recurrence's
+// (its helpers are called as they are); the loops over items are this file's.
+// wgmma/recurrence's own kernel keeps its code unchanged, as measured on the
+// H200, rather than calling these loops (folding it into them changes its
+// register allocation: a change to measure, not to make in passing).
+// Uses what wgmma/recurrence uses.
+namespace kda {
+namespace frag {
+
+// The CTA's position in its rings before an item: chunks consumed (record
+// slots, output tiles) and checkpoint rows staged (checkpoint tile).
+struct PersistentRing {
+  i64 chunk;
+  int row;
+};
+
+// The work items: every (sequence, head, M tile).
+__device__ __forceinline__ i64 persistent_items(const kda_plan::KdaParams& p) {
+  return static_cast<i64>(p.num_seqs) * p.heads * row_blocks();
+}
+
+// Work item `item`: the (sequence, head, M tile) the direct grid gives the
+// block at linear position `item` (common/sequences: recurrence_pair, whose
+// packed order this follows: the caller's seq_order, else the longest
+// sequences first). Whole warp: up to WARP_TABLE_MAX_SEQUENCES packed
+// sequences rank by shuffles.
+__device__ __forceinline__ RecurrenceWork persistent_work(const kda_plan::KdaParams& p, i64 item) {
+  const int pairs_y = p.heads * row_blocks();
+  const int position = static_cast<int>(item / pairs_y);
+  const int y = static_cast<int>(item % pairs_y);
+  int n = position;
+  SequenceSpan seq;
+  if (!kda_plan::LAYOUT_PACKED) {
+    seq = sequence_span(p, n);
+  } else if (p.seq_order != nullptr) {
+    n = p.seq_order[position];
+    seq = sequence_span(p, n);
+  } else if (warp_sequence_table(p)) {
+    // compute_sequence_order's stable sort: longer buckets first, then lower indices
+    const int lane = threadIdx.x & 31;
+    const WarpTableEntry e = warp_table_entry(p);
+    const int bucket = lane < p.num_seqs ? length_bucket(e.chunks) : -1;
+    int rank = 0;
+    for (int m = 0; m < p.num_seqs; ++m) {
+      const int other = __shfl_sync(0xffffffffu, bucket, m);
+      rank += (other > bucket || (other == bucket && m < lane)) ? 1 : 0;
+    }
+    const unsigned at = __ballot_sync(0xffffffffu, lane < p.num_seqs && rank == position);
+    n = __ffs(static_cast<int>(at)) - 1;
+    seq = warp_table_span(e, n);
+  } else {
+    n = sequence_order(p)[position];
+    seq = sequence_span(p, n);
+  }
+  return {n, y / row_blocks(), (y % row_blocks()) * kda_plan::M_TILE, seq};
+}
+
+// `bytes` (a multiple of 16, 16-byte aligned) of global memory into L2, with
+// no completion to wait for (PTX ISA 9.7.9.25, cp.async.bulk.prefetch).
+__device__ __forceinline__ void prefetch_to_l2(const void* src, u32 bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
+}
+
+// The state rows m0 .. m0 + M_TILE of item w into L2 (one lane).
+__device__ __forceinline__ void prefetch_state(const kda_plan::KdaParams& p, const RecurrenceWork& w) {
+  constexpr int D = kda_plan::HEAD_DIM;
+  constexpr int bytes = kda_plan::M_TILE * D * (kda_plan::STATE_FP32 ? 4 : 2);
+  const i64 first = state_base(p, w.n, w.h) + static_cast<i64>(w.m0) * D;
+  const u8* const state = static_cast<const u8*>(p.state_in);
+  prefetch_to_l2(state + first * (kda_plan::STATE_FP32 ? 4 : 2), bytes);
+}
+
+// Producer warp 0: the records of the CTA's items, lane 0 issuing them
+// (produce_records' per-chunk step: each once its slot is free and, with a
+// prepare kernel beside this one, once it is ready).
+__device__ __forceinline__ void produce_records_persistent(const kda_plan::KdaParams& p, u8* smem, u64* full,
+                                                           u64* empty) {
+  namespace R = kda_plan::recurrence;
+  constexpr int S = R::STAGES;
+  const int lane = threadIdx.x & 31;
+  if (lane == 0) {
+    wait_prior_grid(); // the records are the prepare kernel's
+  }
+  const i64 items = persistent_items(p);
+  i64 ring = 0;
+  for (i64 item = blockIdx.x; item < items; item += gridDim.x) {
+    const RecurrenceWork w = persistent_work(p, item);
+    const i64 chunks = chunks_of(w.seq.length);
+    if (lane == 0) {
+      for (i64 c = 0; c < chunks; ++c) {
+        const i64 at = ring + c;
+        const int slot = static_cast<int>(at % S);
+        if (at >= S) {
+          mbarrier_wait(empty + slot, static_cast<u32>((at / S - 1) & 1)); // chunk at - S has left the slot
+        }
+        wait_record_ready(p, (w.seq.first_chunk + c) * p.heads + w.h);
+        issue_record_copy(p, smem + slot * R::STAGE_BYTES, full + slot, w.seq, w.h, c);
+      }
+    }
+    __syncwarp();
+    ring += chunks;
+  }
+}
+
+// Producer warp 1 (every lane): the V rows of the CTA's items, each chunk's
+// once its slot is free.
+__device__ __forceinline__ void produce_v_persistent(const kda_plan::KdaParams& p, u8* smem, u64* full, u64* empty) {
+  namespace R = kda_plan::recurrence;
+  constexpr int S = R::STAGES;
+  const i64 items = persistent_items(p);
+  i64 ring = 0;
+  for (i64 item = blockIdx.x; item < items; item += gridDim.x) {
+    const RecurrenceWork w = persistent_work(p, item);
+    const i64 chunks = chunks_of(w.seq.length);
+    for (i64 c = 0; c < chunks; ++c) {
+      const i64 at = ring + c;
+      const int slot = static_cast<int>(at % S);
+      if (at >= S) {
+        mbarrier_wait(empty + slot, static_cast<u32>((at / S - 1) & 1));
+      }
+      load_v_rows(p, smem + slot * R::STAGE_BYTES, full + slot, w.seq, w.h, w.m0, c);
+    }
+    ring += chunks;
+  }
+  cp_async_wait_all();
+}
+
+// Producer warp 2 (every lane): the outputs of the CTA's items, each chunk's
+// tile once the MMA warps have staged it, then the tile back to them. As it
+// starts an item, lane 0 prefetches the next item's state into L2: the MMA
+// warps load it when they finish this item.
+__device__ __forceinline__ void produce_outputs_persistent(const kda_plan::KdaParams& p, const u8* tiles,
+                                                           u64* out_full, u64* out_empty) {
+  namespace R = kda_plan::recurrence;
+  constexpr int T = R::OUT_FULL_BYTES / 8; // output tiles
+  const int lane = threadIdx.x & 31;
+  const i64 items = persistent_items(p);
+  i64 ring = 0;
+  for (i64 item = blockIdx.x; item < items; item += gridDim.x) {
+    const RecurrenceWork w = persistent_work(p, item);
+    if (p.state_in != nullptr && item + gridDim.x < items) {
+      const RecurrenceWork next = persistent_work(p, item + gridDim.x);
+      if (lane == 0) {
+        prefetch_state(p, next);
+      }
+    }
+    const i64 chunks = chunks_of(w.seq.length);
+    for (i64 c = 0; c < chunks; ++c) {
+      const i64 at = ring + c;
+      const int b = static_cast<int>(at % T);
+      mbarrier_wait(out_full + b, static_cast<u32>((at / T) & 1));
+      store_output_rows(p, tiles + b * (R::OUT_BYTES / T), w.seq, w.h, w.m0, c);
+      mbarrier_arrive(out_empty + b); // this lane's loads of the tile have returned: its stores used them
+    }
+    ring += chunks;
+  }
+}
+
+// Producer warp 3, lane 0: the checkpoint rows of the CTA's items (their
+// stores as in produce_checkpoints, the tile's phases running on across items).
+template <class Params>
+__device__ __forceinline__ void produce_checkpoints_persistent(const Params& p, const u8* tile, u64* full, u64* empty) {
+  const int lane = threadIdx.x & 31;
+  const i64 items = persistent_items(p);
+  int row = 0;
+  for (i64 item = blockIdx.x; item < items; item += gridDim.x) {
+    const RecurrenceWork w = persistent_work(p, item);
+    const i64 chunks = chunks_of(w.seq.length);
+    if (lane == 0) {
+      int k = 0;
+      for (i64 c = 0; c < chunks; c += p.checkpoint_chunks, ++k) {
+        mbarrier_wait(full, static_cast<u32>((row + k) & 1));
+        const int matrix = static_cast<int>((p.checkpoint_starts[w.n] + k) * p.heads + w.h);
+        tma_store_box_3d(tile, p.tma_checkpoints, 0, w.m0, matrix);
+        tma_store_box_3d(tile + k_checkpoint_box_bytes, p.tma_checkpoints, 64, w.m0, matrix);
+        bulk_stores_wait_read();
+        mbarrier_arrive(empty);
+      }
+    }
+    __syncwarp();
+    row += static_cast<int>((chunks + p.checkpoint_chunks - 1) / p.checkpoint_chunks);
+  }
+}
+
+// An MMA warp: the chunks of one item on the fp32 state in `acc` (loaded
+// before, stored after by the caller), from ring position `at`; the chunk step
+// of wgmma/recurrence (see there for each part). Returns the checkpoint rows
+// staged.
+__device__ __forceinline__ int mma_item_chunks(const kda_plan::KdaParams& p, u8* smem, float (&acc)[1][16][4], int m0,
+                                               i64 chunks, PersistentRing at) {
+  namespace R = kda_plan::recurrence;
+  constexpr int C = kda_plan::CHUNK_SIZE;
+  constexpr int D = kda_plan::HEAD_DIM;
+  constexpr int S = R::STAGES;
+  constexpr int NT = C / 8;  // 8-column tiles of the chunk dimension
+  constexpr int KS = C / 16; // K steps over the chunk rows
+  constexpr int T = R::OUT_FULL_BYTES / 8; // output tiles
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  const int t = lane & 3;
+  const int lane_row = 8 * (lane >> 4) + (lane & 7); // ldmatrix: rows 8 (j / 2) + r
+  const int lane_col8 = 8 * ((lane >> 3) & 1);       // columns 8 (j % 2)
+  const int v_row = m0 + 16 * warp;                  // first value row of an MMA warp
+  u64* const full = reinterpret_cast<u64*>(smem + R::FULL_OFFSET);
+  u64* const empty = reinterpret_cast<u64*>(smem + R::EMPTY_OFFSET);
+  u64* const out_full = reinterpret_cast<u64*>(smem + R::OUT_FULL_OFFSET);
+  u64* const out_empty = reinterpret_cast<u64*>(smem + R::OUT_EMPTY_OFFSET);
+  u8* const out_tiles = smem + R::OUT_OFFSET;
+  u8* const checkpoint_tile = smem + R::CHECKPOINT_OFFSET;
+  u64* const checkpoint_full = reinterpret_cast<u64*>(smem + R::CHECKPOINT_FULL_OFFSET);
+  u64* const checkpoint_empty = reinterpret_cast<u64*>(smem + R::CHECKPOINT_EMPTY_OFFSET);
+
+  float o_prev[NT][4]; // chunk c - 1's O^T: staged while chunk c's projections run
+  // chunk c's output into tile (at.chunk + c) % T, once the output warp has stored the chunk T before it
+  auto stage_output = [&](i64 c) {
+    const i64 ring = at.chunk + c;
+    const int b = static_cast<int>(ring % T);
+    if (ring >= T) {
+      mbarrier_wait(out_empty + b, static_cast<u32>((ring / T - 1) & 1));
+    }
+    stage_warp_output(out_tiles + b * (R::OUT_BYTES / T), out_full + b, o_prev, v_row);
+  };
+
+  int checkpoint_due = 0;  // the chunk the next checkpoint row is due before
+  int checkpoint_rows = 0; // rows staged so far
+  for (i64 c = 0; c < chunks; ++c) {
+    const i64 ring = at.chunk + c;
+    const int slot_index = static_cast<int>(ring % S);
+    u8* const slot = smem + slot_index * R::STAGE_BYTES;
+    mbarrier_wait(full + slot_index, static_cast<u32>((ring / S) & 1));
+    const u8* const record = slot + R::RECORD_OFFSET;
+    // project: P^T = S Kd^T, O0^T = S Qd^T from the state's bf16 copy, then S diag(gamma)
+    u32 sa[8][4];
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks) {
+      pack_a(acc[0][2 * ks], acc[0][2 * ks + 1], sa[ks]);
+    }
+    const float* const gamma = reinterpret_cast<const float*>(record + kda_plan::WS_GAMMA_OFFSET);
+#pragma unroll
+    for (int nt = 0; nt < 16; ++nt) {
+      const float2 gm = *reinterpret_cast<const float2*>(gamma + 8 * nt + 2 * t);
+      acc[0][nt][0] *= gm.x;
+      acc[0][nt][1] *= gm.y;
+      acc[0][nt][2] *= gm.x;
+      acc[0][nt][3] *= gm.y;
+    }
+    float po[NT][4]; // P^T
+    float o[NT][4];  // O0^T, then O^T
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        po[j][e] = 0.0f;
+        o[j][e] = 0.0f;
+      }
+    }
+    const u64 kq = descriptor_at(kda_plan::WS_KQ_DESC, record + kda_plan::WS_KQ_OFFSET);
+    constexpr int k_qd_rows = C / 8 * kda_plan::WS_KQ_SBO; // Qd: N rows C .. 2C - 1
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks) {
+      const int k_bytes = 2 * ks * kda_plan::WS_KQ_LBO; // keys 16 ks .. 16 ks + 15
+      wgmma_m64k16_rs(po, sa[ks], kq + (k_bytes >> 4), ks > 0 ? 1 : 0);
+      wgmma_m64k16_rs(o, sa[ks], kq + ((k_bytes + k_qd_rows) >> 4), ks > 0 ? 1 : 0);
+    }
+    wgmma_commit();
+    // while the projections run: the checkpoint row due before chunk c, and chunk c - 1's output
+    if (kda_plan::CHECKPOINTS && static_cast<int>(c) == checkpoint_due) {
+      stage_checkpoint(checkpoint_tile, checkpoint_full, checkpoint_empty, at.row + checkpoint_rows++, 16 * warp, sa);
+      checkpoint_due += p.checkpoint_chunks;
+    }
+    if (c > 0) {
+      stage_output(c - 1);
+    }
+    wgmma_wait<0>();
+
+    // residual: Delta^T[v][c] = beta_c (V[c][v] - P^T[v][c]) (beta_c = 0 past the end)
+    const float* const beta = reinterpret_cast<const float*>(record + kda_plan::WS_BETA_OFFSET);
+    u32 da[KS][4];
+#pragma unroll
+    for (int kc = 0; kc < KS; ++kc) {
+      u32 vt[4];
+      ldmatrix_x4_trans(vt, slot + R::V_OFFSET + 2 * ((16 * kc + lane_row) * R::V_PITCH + v_row + lane_col8));
+      float dl[2][4];
+#pragma unroll
+      for (int nc = 0; nc < 2; ++nc) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const u32 pair = vt[2 * nc + half];
+          const int col = 16 * kc + 8 * nc + 2 * t;
+          dl[nc][2 * half] =
+              beta[col] * (bf16_bits_to_float(static_cast<u16>(pair & 0xffffu)) - po[2 * kc + nc][2 * half]);
+          dl[nc][2 * half + 1] =
+              beta[col + 1] * (bf16_bits_to_float(static_cast<u16>(pair >> 16)) - po[2 * kc + nc][2 * half + 1]);
+        }
+      }
+      pack_a(dl[0], dl[1], da[kc]);
+    }
+
+    // update: [S | O^T] += Delta^T UPD^T (the solve folded into UPD)
+    const u64 upd = descriptor_at(kda_plan::WS_UPD_DESC, record + kda_plan::WS_UPD_OFFSET);
+    constexpr int k_output_rows = D / 8 * kda_plan::WS_UPD_SBO; // N rows D .. D + C - 1
+    wgmma_fence();
+#pragma unroll
+    for (int kc = 0; kc < KS; ++kc) {
+      const int k_bytes = 2 * kc * kda_plan::WS_UPD_LBO;
+      wgmma_m64n128k16_rs(acc[0], da[kc], upd + (k_bytes >> 4), 1);
+      wgmma_m64k16_rs(o, da[kc], upd + ((k_bytes + k_output_rows) >> 4), 1);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+
+    if (lane == 0) {
+      mbarrier_arrive(empty + slot_index); // this warp has read the slot (V, record) for the last time
+    }
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        o_prev[j][e] = o[j][e];
+      }
+    }
+  }
+  if (chunks > 0) {
+    stage_output(chunks - 1);
+  }
+  return checkpoint_rows;
+}
+
+__device__ __forceinline__ void recurrence_persistent(const kda_plan::KdaParams& p) {
+  namespace R = kda_plan::recurrence;
+  constexpr int S = R::STAGES;
+  constexpr int T = R::OUT_FULL_BYTES / 8; // output tiles
+  static_assert(R::MMA_FIRST_WARP == 0 && R::PRODUCER_FIRST_WARP == R::MMA_WARPS && R::PRODUCER_WARPS == 4,
+                "MMA warps first, then a producer warpgroup of four warps");
+  static_assert(R::FULL_BYTES >= 8 * S && R::EMPTY_BYTES >= 8 * S && R::OUT_EMPTY_BYTES == R::OUT_FULL_BYTES,
+                "the ring's and the output tiles' mbarriers");
+  extern __shared__ __align__(1024) u8 smem[]; // the checkpoint tile's swizzle needs 1024-byte aligned boxes
+  const int warp = threadIdx.x >> 5;
+  u64* const full = reinterpret_cast<u64*>(smem + R::FULL_OFFSET);
+  u64* const empty = reinterpret_cast<u64*>(smem + R::EMPTY_OFFSET);
+  u64* const out_full = reinterpret_cast<u64*>(smem + R::OUT_FULL_OFFSET);
+  u64* const out_empty = reinterpret_cast<u64*>(smem + R::OUT_EMPTY_OFFSET);
+  u64* const checkpoint_full = reinterpret_cast<u64*>(smem + R::CHECKPOINT_FULL_OFFSET);
+  u64* const checkpoint_empty = reinterpret_cast<u64*>(smem + R::CHECKPOINT_EMPTY_OFFSET);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < S; ++s) {
+      mbarrier_init(full + s, 1 + 32); // the record's bulk copy, the V warp's lanes
+      mbarrier_init(empty + s, R::MMA_WARPS);
+    }
+    for (int b = 0; b < T; ++b) {
+      mbarrier_init(out_full + b, 32 * R::MMA_WARPS);
+      mbarrier_init(out_empty + b, 32);
+    }
+    if (kda_plan::CHECKPOINTS) {
+      mbarrier_init(checkpoint_full, 32 * R::MMA_WARPS);
+      mbarrier_init(checkpoint_empty, 1);
+    }
+    mbarrier_init_fence();
+  }
+  __syncthreads(); // the last CTA-wide barrier: from here on the roles only meet at mbarriers
+  if (warp >= R::PRODUCER_FIRST_WARP) {
+    setmaxnreg_dec<R::PRODUCER_REGISTERS>(); // the whole producer warpgroup
+    const int job = warp - R::PRODUCER_FIRST_WARP;
+    if (job == 0) {
+      produce_records_persistent(p, smem, full, empty);
+    } else if (job == 1) {
+      produce_v_persistent(p, smem, full, empty);
+    } else if (job == 2) {
+      produce_outputs_persistent(p, smem + R::OUT_OFFSET, out_full, out_empty);
+    } else if (job == 3) {
+      if constexpr (kda_plan::CHECKPOINTS != 0) {
+        produce_checkpoints_persistent(p, smem + R::CHECKPOINT_OFFSET, checkpoint_full, checkpoint_empty);
+      }
+    }
+    return;
+  }
+  setmaxnreg_inc<R::MMA_REGISTERS>();
+
+  const i64 items = persistent_items(p);
+  PersistentRing ring{0, 0};
+  for (i64 item = blockIdx.x; item < items; item += gridDim.x) {
+    const RecurrenceWork w = persistent_work(p, item);
+    const i64 chunks = chunks_of(w.seq.length);
+    float acc[1][16][4];
+    load_state(p, w.n, w.h, w.m0, acc);
+    ring.row += mma_item_chunks(p, smem, acc, w.m0, chunks, ring);
+    ring.chunk += chunks;
+    if (p.state_out != nullptr) {
+      store_state(p, w.n, w.h, w.m0, acc);
+    }
+  }
+}
+
+} // namespace frag
+} // namespace kda
