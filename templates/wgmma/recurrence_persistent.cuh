@@ -95,13 +95,23 @@ __device__ __forceinline__ void prefetch_state(const kda_plan::KdaParams& p, con
   prefetch_to_l2(state + first * (kda_plan::STATE_FP32 ? 4 : 2), bytes);
 }
 
+// The ring slot of the CTA's chunk `at`, once the chunk STAGES before it has
+// left it (every MMA warp arrived on its `empty` mbarrier).
+__device__ __forceinline__ int free_ring_slot(u64* empty, i64 at) {
+  constexpr int S = kda_plan::recurrence::STAGES;
+  const int slot = static_cast<int>(at % S);
+  if (at >= S) {
+    mbarrier_wait(empty + slot, static_cast<u32>((at / S - 1) & 1));
+  }
+  return slot;
+}
+
 // Producer warp 0: the records of the CTA's items, lane 0 issuing them
 // (produce_records' per-chunk step: each once its slot is free and, with a
 // prepare kernel beside this one, once it is ready).
 __device__ __forceinline__ void produce_records_persistent(const kda_plan::KdaParams& p, u8* smem, u64* full,
                                                            u64* empty) {
   namespace R = kda_plan::recurrence;
-  constexpr int S = R::STAGES;
   const int lane = threadIdx.x & 31;
   if (lane == 0) {
     wait_prior_grid(); // the records are the prepare kernel's
@@ -113,11 +123,7 @@ __device__ __forceinline__ void produce_records_persistent(const kda_plan::KdaPa
     const i64 chunks = chunks_of(w.seq.length);
     if (lane == 0) {
       for (i64 c = 0; c < chunks; ++c) {
-        const i64 at = ring + c;
-        const int slot = static_cast<int>(at % S);
-        if (at >= S) {
-          mbarrier_wait(empty + slot, static_cast<u32>((at / S - 1) & 1)); // chunk at - S has left the slot
-        }
+        const int slot = free_ring_slot(empty, ring + c);
         wait_record_ready(p, (w.seq.first_chunk + c) * p.heads + w.h);
         issue_record_copy(p, smem + slot * R::STAGE_BYTES, full + slot, w.seq, w.h, c);
       }
@@ -131,18 +137,13 @@ __device__ __forceinline__ void produce_records_persistent(const kda_plan::KdaPa
 // once its slot is free.
 __device__ __forceinline__ void produce_v_persistent(const kda_plan::KdaParams& p, u8* smem, u64* full, u64* empty) {
   namespace R = kda_plan::recurrence;
-  constexpr int S = R::STAGES;
   const i64 items = persistent_items(p);
   i64 ring = 0;
   for (i64 item = blockIdx.x; item < items; item += gridDim.x) {
     const RecurrenceWork w = persistent_work(p, item);
     const i64 chunks = chunks_of(w.seq.length);
     for (i64 c = 0; c < chunks; ++c) {
-      const i64 at = ring + c;
-      const int slot = static_cast<int>(at % S);
-      if (at >= S) {
-        mbarrier_wait(empty + slot, static_cast<u32>((at / S - 1) & 1));
-      }
+      const int slot = free_ring_slot(empty, ring + c);
       load_v_rows(p, smem + slot * R::STAGE_BYTES, full + slot, w.seq, w.h, w.m0, c);
     }
     ring += chunks;

@@ -166,9 +166,19 @@ TEST_CASE("gpu contract: the persistent grid gives the direct grid's bits over m
   for (int i = 0; i < 400; ++i) {
     lengths.push_back(static_cast<std::int64_t>(rng() % 101));
   }
+  // the case on the direct grid, then on the persistent one: the same bytes
+  auto same_bits = [](ContractCase c, const std::string& direct, const std::string& what) {
+    c.schedule = direct;
+    c.label = direct + ": " + what;
+    const ContractReport a = run(c);
+    c.schedule = direct + "_persistent";
+    c.label = *c.schedule + ": " + what;
+    const ContractReport b = run(c);
+    CHECK(b.schedule == *c.schedule);
+    CHECK(b.hash == a.hash);
+  };
   for (const char* chunk : {"c16", "c32"}) {
     const std::string direct = std::string("sm90_wgmma_") + chunk;
-    const std::string persistent = direct + "_persistent";
     ContractCase c;
     c.spec = packed(lengths, 2);
     c.pool_slots = 420;
@@ -176,25 +186,11 @@ TEST_CASE("gpu contract: the persistent grid gives the direct grid's bits over m
     c.checkpoint_every = std::string(chunk) == "c32" ? 32 : 16;
     c.seq_order = random_order(static_cast<std::int64_t>(lengths.size()), 402);
     c.seed = 403;
-    c.schedule = direct;
-    c.label = direct + ": packed 400 seqs (0..100) H2 bf16 pool, checkpoints, seq_order";
-    const ContractReport a = run(c);
-    c.schedule = persistent;
-    c.label = persistent + ": the same";
-    const ContractReport b = run(c);
-    CHECK(b.schedule == persistent);
-    CHECK(b.hash == a.hash);
-
+    same_bits(c, direct, "packed 400 seqs (0..100) H2 bf16 pool, checkpoints, seq_order");
     ContractCase f;
     f.spec = fixed(300, 40, 2);
     f.fp32_state = true;
     f.seed = 404;
-    f.schedule = direct;
-    f.label = direct + ": fixed B300 T40 H2 fp32";
-    const ContractReport fa = run(f);
-    f.schedule = persistent;
-    f.label = persistent + ": the same";
-    const ContractReport fb = run(f);
-    CHECK(fb.hash == fa.hash);
+    same_bits(f, direct, "fixed B300 T40 H2 fp32");
   }
 }
