@@ -80,6 +80,17 @@ __device__ __forceinline__ RecurrenceWork persistent_work(const kda_plan::KdaPar
   return {n, y / row_blocks(), (y % row_blocks()) * kda_plan::M_TILE, seq};
 }
 
+// The CTA's work items in order, each with its work and chunk count:
+// body(item, work, chunks). Whole warp (persistent_work may shuffle).
+template <class Body>
+__device__ __forceinline__ void for_each_item(const kda_plan::KdaParams& p, Body body) {
+  const i64 items = persistent_items(p);
+  for (i64 item = blockIdx.x; item < items; item += gridDim.x) {
+    const RecurrenceWork w = persistent_work(p, item);
+    body(item, w, chunks_of(w.seq.length));
+  }
+}
+
 // `bytes` (a multiple of 16, 16-byte aligned) of global memory into L2, with
 // no completion to wait for (PTX ISA 9.7.9.25, cp.async.bulk.prefetch).
 __device__ __forceinline__ void prefetch_to_l2(const void* src, u32 bytes) {
@@ -116,11 +127,8 @@ __device__ __forceinline__ void produce_records_persistent(const kda_plan::KdaPa
   if (lane == 0) {
     wait_prior_grid(); // the records are the prepare kernel's
   }
-  const i64 items = persistent_items(p);
   i64 ring = 0;
-  for (i64 item = blockIdx.x; item < items; item += gridDim.x) {
-    const RecurrenceWork w = persistent_work(p, item);
-    const i64 chunks = chunks_of(w.seq.length);
+  for_each_item(p, [&](i64, const RecurrenceWork& w, i64 chunks) {
     if (lane == 0) {
       for (i64 c = 0; c < chunks; ++c) {
         const int slot = free_ring_slot(empty, ring + c);
@@ -130,24 +138,21 @@ __device__ __forceinline__ void produce_records_persistent(const kda_plan::KdaPa
     }
     __syncwarp();
     ring += chunks;
-  }
+  });
 }
 
 // Producer warp 1 (every lane): the V rows of the CTA's items, each chunk's
 // once its slot is free.
 __device__ __forceinline__ void produce_v_persistent(const kda_plan::KdaParams& p, u8* smem, u64* full, u64* empty) {
   namespace R = kda_plan::recurrence;
-  const i64 items = persistent_items(p);
   i64 ring = 0;
-  for (i64 item = blockIdx.x; item < items; item += gridDim.x) {
-    const RecurrenceWork w = persistent_work(p, item);
-    const i64 chunks = chunks_of(w.seq.length);
+  for_each_item(p, [&](i64, const RecurrenceWork& w, i64 chunks) {
     for (i64 c = 0; c < chunks; ++c) {
       const int slot = free_ring_slot(empty, ring + c);
       load_v_rows(p, smem + slot * R::STAGE_BYTES, full + slot, w.seq, w.h, w.m0, c);
     }
     ring += chunks;
-  }
+  });
   cp_async_wait_all();
 }
 
@@ -160,17 +165,14 @@ __device__ __forceinline__ void produce_outputs_persistent(const kda_plan::KdaPa
   namespace R = kda_plan::recurrence;
   constexpr int T = R::OUT_FULL_BYTES / 8; // output tiles
   const int lane = threadIdx.x & 31;
-  const i64 items = persistent_items(p);
   i64 ring = 0;
-  for (i64 item = blockIdx.x; item < items; item += gridDim.x) {
-    const RecurrenceWork w = persistent_work(p, item);
-    if (p.state_in != nullptr && item + gridDim.x < items) {
+  for_each_item(p, [&](i64 item, const RecurrenceWork& w, i64 chunks) {
+    if (p.state_in != nullptr && item + gridDim.x < persistent_items(p)) {
       const RecurrenceWork next = persistent_work(p, item + gridDim.x);
       if (lane == 0) {
         prefetch_state(p, next);
       }
     }
-    const i64 chunks = chunks_of(w.seq.length);
     for (i64 c = 0; c < chunks; ++c) {
       const i64 at = ring + c;
       const int b = static_cast<int>(at % T);
@@ -179,7 +181,7 @@ __device__ __forceinline__ void produce_outputs_persistent(const kda_plan::KdaPa
       mbarrier_arrive(out_empty + b); // this lane's loads of the tile have returned: its stores used them
     }
     ring += chunks;
-  }
+  });
 }
 
 // Producer warp 3, lane 0: the checkpoint rows of the CTA's items (their
@@ -187,11 +189,8 @@ __device__ __forceinline__ void produce_outputs_persistent(const kda_plan::KdaPa
 template <class Params>
 __device__ __forceinline__ void produce_checkpoints_persistent(const Params& p, const u8* tile, u64* full, u64* empty) {
   const int lane = threadIdx.x & 31;
-  const i64 items = persistent_items(p);
   int row = 0;
-  for (i64 item = blockIdx.x; item < items; item += gridDim.x) {
-    const RecurrenceWork w = persistent_work(p, item);
-    const i64 chunks = chunks_of(w.seq.length);
+  for_each_item(p, [&](i64, const RecurrenceWork& w, i64 chunks) {
     if (lane == 0) {
       int k = 0;
       for (i64 c = 0; c < chunks; c += p.checkpoint_chunks, ++k) {
@@ -205,7 +204,7 @@ __device__ __forceinline__ void produce_checkpoints_persistent(const Params& p, 
     }
     __syncwarp();
     row += static_cast<int>((chunks + p.checkpoint_chunks - 1) / p.checkpoint_chunks);
-  }
+  });
 }
 
 // An MMA warp: the chunks of one item on the fp32 state in `acc` (loaded
@@ -403,11 +402,8 @@ __device__ __forceinline__ void recurrence_persistent(const kda_plan::KdaParams&
   }
   setmaxnreg_inc<R::MMA_REGISTERS>();
 
-  const i64 items = persistent_items(p);
   PersistentRing ring{0, 0};
-  for (i64 item = blockIdx.x; item < items; item += gridDim.x) {
-    const RecurrenceWork w = persistent_work(p, item);
-    const i64 chunks = chunks_of(w.seq.length);
+  for_each_item(p, [&](i64, const RecurrenceWork& w, i64 chunks) {
     float acc[1][16][4];
     load_state(p, w.n, w.h, w.m0, acc);
     ring.row += mma_item_chunks(p, smem, acc, w.m0, chunks, ring);
@@ -415,7 +411,7 @@ __device__ __forceinline__ void recurrence_persistent(const kda_plan::KdaParams&
     if (p.state_out != nullptr) {
       store_state(p, w.n, w.h, w.m0, acc);
     }
-  }
+  });
 }
 
 } // namespace frag
