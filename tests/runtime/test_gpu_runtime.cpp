@@ -79,7 +79,10 @@ LoadedModule load_test_kernels(const std::string& target_name, int max_dynamic_s
 
 } // namespace
 
-TEST_CASE("gpu: device info of the H200", "[gpu][runtime]") {
+// The test machines: an H200 (141 GB) or an H100 SXM (80 GB), both CC 9.0 with
+// 132 SMs; the memory total tells the driver's figure is the device's, not a
+// default.
+TEST_CASE("gpu: device info of the H200 or H100 test machine", "[gpu][runtime]") {
   REQUIRE(driver_status().available);
   const DeviceInfo info = current_device_info();
   INFO(info.to_string());
@@ -88,7 +91,7 @@ TEST_CASE("gpu: device info of the H200", "[gpu][runtime]") {
   CHECK(info.cc_minor == 0);
   CHECK(info.sm_count == 132);
   CHECK(info.max_smem_optin_per_block == find_target("sm_90a")->max_smem_per_block);
-  CHECK(info.total_memory_bytes > (100ull << 30));
+  CHECK(info.total_memory_bytes > (70ull << 30));
   CHECK_FALSE(info.name.empty());
   CHECK(list_devices().size() == static_cast<std::size_t>(driver_status().device_count));
 }
