@@ -95,19 +95,30 @@ std::vector<BufferNeed> prepare_c16_buffers(std::vector<BufferNeed> more) {
 // of that recipe).
 KernelRecipe wgmma_recurrence(std::int64_t c, GridKind grid) {
   const bool persistent = grid == GridKind::persistent;
+  std::vector<BufferNeed> buffers = {{"record", DType::bf16, {}},
+                                     {"v", DType::bf16, {{c}, {136}}},
+                                     {"out", DType::bf16, {{2}, {c}, {136}}},
+                                     {"full", DType::u64, {k_stages}},
+                                     {"empty", DType::u64, {k_stages}},
+                                     {"out_full", DType::u64, {{2}}},
+                                     {"out_empty", DType::u64, {{2}}},
+                                     {"checkpoint", DType::bf16, {{2}, {0, 1}, {64}}}, // two TMA boxes of 64 keys
+                                     {"checkpoint_full", DType::u64, {{1}}},
+                                     {"checkpoint_empty", DType::u64, {{1}}}};
+  if (persistent) {
+    // a bf16 state through SMEM: state_in tiles (as many as the schedule
+    // declares, each the M tile's rows of 128 keys, padded) and state_out
+    buffers.insert(buffers.end(), {{"state_in", DType::bf16, {{1}, {0, 1}, {128}}},
+                                   {"state_out", DType::bf16, {{0, 1}, {128}}},
+                                   {"state_full", DType::u64, {{1}}},
+                                   {"state_empty", DType::u64, {{1}}},
+                                   {"state_out_full", DType::u64, {{1}}},
+                                   {"state_out_empty", DType::u64, {{1}}}});
+  }
   return {.role = KernelRole::recurrence,
           .fragment = persistent ? "wgmma/recurrence_persistent" : "wgmma/recurrence",
           .call = persistent ? "kda::frag::recurrence_persistent" : "kda::frag::recurrence",
-          .buffers = {{"record", DType::bf16, {}},
-                      {"v", DType::bf16, {{c}, {136}}},
-                      {"out", DType::bf16, {{2}, {c}, {136}}},
-                      {"full", DType::u64, {k_stages}},
-                      {"empty", DType::u64, {k_stages}},
-                      {"out_full", DType::u64, {{2}}},
-                      {"out_empty", DType::u64, {{2}}},
-                      {"checkpoint", DType::bf16, {{2}, {0, 1}, {64}}}, // two TMA boxes of 64 keys
-                      {"checkpoint_full", DType::u64, {{1}}},
-                      {"checkpoint_empty", DType::u64, {{1}}}},
+          .buffers = std::move(buffers),
           .roles = {"mma", "producer"},
           .waits_for_prior_grid = true};
 }

@@ -12,15 +12,26 @@
 // items in the same order and carries its ring position from item to item:
 //   producer warp 0, lane 0: the records into the STAGES-slot ring, so the
 //           next items' records arrive while the MMA warps finish this one;
-//   producer warp 1: the V rows into the same slots;
-//   producer warp 2: the outputs; as it starts an item, its lane 0 also
-//           prefetches the next item's state rows into L2
+//   producer warp 1: a bf16 state's rows into the state_in tiles (16-byte
+//           cp.async, coalesced: two rows per warp instruction) once the
+//           MMA warps have read the tile's previous item, then the V rows
+//           into the ring's slots;
+//   producer warp 2: the outputs; with an fp32 state, as it starts an item,
+//           its lane 0 also prefetches the next item's state rows into L2
 //           (cp.async.bulk.prefetch.L2), about one item before the MMA warps
 //           load them;
-//   producer warp 3, lane 0: the checkpoint rows (plans with checkpoints);
-//   MMA warps: per item, the state from global memory (common/state_rows:
+//   producer warp 3: the checkpoint rows (lane 0, plans with checkpoints),
+//           then a bf16 state's final rows from state_out to the state
+//           (16-byte loads and stores, coalesced);
+//   MMA warps: per item, the state (bf16: from its state_in tile by
+//           ldmatrix; fp32: from global memory, common/state_rows:
 //           load_state, an L2 hit once prefetched), the item's chunks, the
-//           state back (store_state).
+//           state back (bf16: by stmatrix into state_out; fp32: store_state).
+// A bf16 state moves through SMEM because an item of a few tokens is mostly
+// its state: the accumulator layout's own loads (2 bytes from each of 8 rows
+// per warp instruction) and stores (4 bytes) moved 4x and 2x the state's
+// sectors through L1 and L2 and kept the L2 at 89 % of its throughput (H100,
+// Nsight Compute) while the MMA warps waited on them.
 // The ring's slots, the output tiles and the checkpoint tile keep one phase
 // sequence across the CTA's items. The chunk step, the producers' per-chunk
 // copies and the staging of outputs and checkpoint rows are wgmma/recurrence's
@@ -117,6 +128,105 @@ __device__ __forceinline__ int free_ring_slot(u64* empty, i64 at) {
   return slot;
 }
 
+// A bf16 state travels through SMEM (state_in / state_out tiles); an fp32
+// state is loaded and stored from the MMA warps' registers directly.
+constexpr bool k_state_in_smem = !kda_plan::STATE_FP32;
+constexpr int k_state_tile_pitch = 2 * kda_plan::recurrence::STATE_IN_PITCH; // bytes per staged row
+constexpr int k_state_tile_bytes = kda_plan::M_TILE * k_state_tile_pitch;
+constexpr int k_state_tiles = kda_plan::recurrence::STATE_IN_BYTES / k_state_tile_bytes;
+constexpr int k_state_row_parts = kda_plan::HEAD_DIM * 2 / 16; // 16-byte parts of a state row
+static_assert(kda_plan::recurrence::STATE_OUT_PITCH == kda_plan::recurrence::STATE_IN_PITCH &&
+                  k_state_tile_pitch % 16 == 0 && k_state_tile_pitch >= kda_plan::HEAD_DIM * 2,
+              "state tiles of padded 16-byte-aligned rows");
+static_assert(k_state_tiles >= 1 && kda_plan::recurrence::STATE_FULL_BYTES == 8 * k_state_tiles &&
+                  kda_plan::recurrence::STATE_EMPTY_BYTES == 8 * k_state_tiles,
+              "one full and one empty mbarrier per state_in tile");
+static_assert(kda_plan::M_TILE == 16 * kda_plan::recurrence::MMA_WARPS, "16 value rows per MMA warp");
+
+// Address of state row `row` of work item w in the state tensor or pool (bytes).
+__device__ __forceinline__ i64 state_row_byte(const kda_plan::KdaParams& p, const RecurrenceWork& w, int row) {
+  return 2 * (state_base(p, w.n, w.h) + static_cast<i64>(w.m0 + row) * kda_plan::HEAD_DIM);
+}
+
+// Producer warp 1 (every lane): item w's bf16 state rows m0 .. m0 + M_TILE
+// into `tile`, 16-byte cp.asyncs (lane l takes parts l, l + 32, ...: two
+// rows per warp instruction), each lane's completion one arrival on `full`.
+__device__ __forceinline__ void load_state_tile(const kda_plan::KdaParams& p, const RecurrenceWork& w, u8* tile,
+                                                u64* full) {
+  const int lane = threadIdx.x & 31;
+  const u8* const state = static_cast<const u8*>(p.state_in);
+  const u8* const src = state + state_row_byte(p, w, 0);
+#pragma unroll 8
+  for (int at = lane; at < kda_plan::M_TILE * k_state_row_parts; at += 32) {
+    const int row = at / k_state_row_parts;
+    const int part = at % k_state_row_parts;
+    cp_async_16(tile + row * k_state_tile_pitch + 16 * part, src + row * (2 * kda_plan::HEAD_DIM) + 16 * part, true);
+  }
+  cp_async_arrive_noinc(full);
+}
+
+// Two bf16 values (low half first) as floats, by cvt.f32.bf16: float-typed
+// results, so the compiler keeps the state's loop-carried registers as floats
+// (unpacking with integer shifts made it carry them as integers and copy each
+// accumulator out right after its wgmma was issued, which ptxas answered by
+// serializing every wgmma of the kernel).
+__device__ __forceinline__ void unpack_bf16x2(u32 pair, float& lo, float& hi) {
+  asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.f32.bf16 %0, l;\ncvt.f32.bf16 %1, h;\n}" : "=f"(lo), "=f"(hi) : "r"(pair));
+}
+
+// An MMA warp: its 16 rows of a staged bf16 state into fp32 accumulators
+// (common/state_rows' layout: rows 16 warp + g and + 8, keys 8 nt + 2t, + 1),
+// four 8x8 matrices per ldmatrix: (rows + 0, keys 8 nt), (rows + 8, 8 nt),
+// (rows + 0, 8 nt + 8), (rows + 8, 8 nt + 8).
+__device__ __forceinline__ void state_from_tile(const u8* tile, float (&acc)[1][16][4]) {
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  const u8* const row = tile + (16 * warp + (lane & 7) + 8 * ((lane >> 3) & 1)) * k_state_tile_pitch + 16 * (lane >> 4);
+#pragma unroll
+  for (int np = 0; np < 8; ++np) {
+    u32 r[4];
+    ldmatrix_x4(r, row + 32 * np);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      float* const e = &acc[0][2 * np + (j >> 1)][2 * (j & 1)];
+      unpack_bf16x2(r[j], e[0], e[1]);
+    }
+  }
+}
+
+// An MMA warp: its 16 rows of the fp32 state as bf16 into `tile` (the inverse
+// of state_from_tile, by stmatrix).
+__device__ __forceinline__ void state_to_tile(u8* tile, const float (&acc)[1][16][4]) {
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  u8* const row = tile + (16 * warp + (lane & 7) + 8 * ((lane >> 3) & 1)) * k_state_tile_pitch + 16 * (lane >> 4);
+#pragma unroll
+  for (int np = 0; np < 8; ++np) {
+    u32 r[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float* const e = &acc[0][2 * np + (j >> 1)][2 * (j & 1)];
+      r[j] = pack_bf16x2(e[0], e[1]);
+    }
+    stmatrix_x4(row + 32 * np, r);
+  }
+}
+
+// Producer warp 3 (every lane): item w's final bf16 state rows from `tile`
+// to the state, 16-byte loads and stores (lane l takes parts l, l + 32, ...).
+__device__ __forceinline__ void store_state_tile(const kda_plan::KdaParams& p, const RecurrenceWork& w,
+                                                 const u8* tile) {
+  const int lane = threadIdx.x & 31;
+  u8* const dst = static_cast<u8*>(p.state_out) + state_row_byte(p, w, 0);
+#pragma unroll 4 // four 16-byte pieces in flight: the warp has 48 registers
+  for (int at = lane; at < kda_plan::M_TILE * k_state_row_parts; at += 32) {
+    const int row = at / k_state_row_parts;
+    const int part = at % k_state_row_parts;
+    *reinterpret_cast<uint4*>(dst + row * (2 * kda_plan::HEAD_DIM) + 16 * part) =
+        *reinterpret_cast<const uint4*>(tile + row * k_state_tile_pitch + 16 * part);
+  }
+}
+
 // Producer warp 0: the records of the CTA's items, lane 0 issuing them
 // (produce_records' per-chunk step: each once its slot is free and, with a
 // prepare kernel beside this one, once it is ready).
@@ -141,12 +251,25 @@ __device__ __forceinline__ void produce_records_persistent(const kda_plan::KdaPa
   });
 }
 
-// Producer warp 1 (every lane): the V rows of the CTA's items, each chunk's
-// once its slot is free.
+// Producer warp 1 (every lane): for each of the CTA's items, a bf16 state's
+// rows into state_in tile i mod k_state_tiles once the MMA warps have read
+// the tile's previous item, then the V rows, each chunk's once its slot is
+// free.
 __device__ __forceinline__ void produce_v_persistent(const kda_plan::KdaParams& p, u8* smem, u64* full, u64* empty) {
   namespace R = kda_plan::recurrence;
+  u64* const state_full = reinterpret_cast<u64*>(smem + R::STATE_FULL_OFFSET);
+  u64* const state_empty = reinterpret_cast<u64*>(smem + R::STATE_EMPTY_OFFSET);
   i64 ring = 0;
+  i64 local = 0; // the CTA's items so far
   for_each_item(p, [&](i64, const RecurrenceWork& w, i64 chunks) {
+    if (k_state_in_smem && p.state_in != nullptr) {
+      const int b = static_cast<int>(local % k_state_tiles);
+      if (local >= k_state_tiles) {
+        mbarrier_wait(state_empty + b, static_cast<u32>((local / k_state_tiles - 1) & 1));
+      }
+      load_state_tile(p, w, smem + R::STATE_IN_OFFSET + b * k_state_tile_bytes, state_full + b);
+    }
+    ++local;
     for (i64 c = 0; c < chunks; ++c) {
       const int slot = free_ring_slot(empty, ring + c);
       load_v_rows(p, smem + slot * R::STAGE_BYTES, full + slot, w.seq, w.h, w.m0, c);
@@ -157,9 +280,9 @@ __device__ __forceinline__ void produce_v_persistent(const kda_plan::KdaParams& 
 }
 
 // Producer warp 2 (every lane): the outputs of the CTA's items, each chunk's
-// tile once the MMA warps have staged it, then the tile back to them. As it
-// starts an item, lane 0 prefetches the next item's state into L2: the MMA
-// warps load it when they finish this item.
+// tile once the MMA warps have staged it, then the tile back to them. With an
+// fp32 state, as it starts an item, lane 0 prefetches the next item's state
+// into L2: the MMA warps load it when they finish this item.
 __device__ __forceinline__ void produce_outputs_persistent(const kda_plan::KdaParams& p, const u8* tiles,
                                                            u64* out_full, u64* out_empty) {
   namespace R = kda_plan::recurrence;
@@ -167,7 +290,7 @@ __device__ __forceinline__ void produce_outputs_persistent(const kda_plan::KdaPa
   const int lane = threadIdx.x & 31;
   i64 ring = 0;
   for_each_item(p, [&](i64 item, const RecurrenceWork& w, i64 chunks) {
-    if (p.state_in != nullptr && item + gridDim.x < persistent_items(p)) {
+    if (!k_state_in_smem && p.state_in != nullptr && item + gridDim.x < persistent_items(p)) {
       const RecurrenceWork next = persistent_work(p, item + gridDim.x);
       if (lane == 0) {
         prefetch_state(p, next);
@@ -184,26 +307,47 @@ __device__ __forceinline__ void produce_outputs_persistent(const kda_plan::KdaPa
   });
 }
 
-// Producer warp 3, lane 0: the checkpoint rows of the CTA's items (their
-// stores as in produce_checkpoints, the tile's phases running on across items).
+// Producer warp 3: for each of the CTA's items, its checkpoint rows (lane 0,
+// plans with checkpoints: their stores as in produce_checkpoints, the tile's
+// phases running on across items), then a bf16 state's final rows from
+// state_out once the MMA warps have staged them (every lane), then the tile
+// back to them.
 template <class Params>
-__device__ __forceinline__ void produce_checkpoints_persistent(const Params& p, const u8* tile, u64* full, u64* empty) {
+__device__ __forceinline__ void produce_checkpoints_and_states(const Params& p, u8* smem) {
+  namespace R = kda_plan::recurrence;
+  const u8* const tile = smem + R::CHECKPOINT_OFFSET;
+  u64* const full = reinterpret_cast<u64*>(smem + R::CHECKPOINT_FULL_OFFSET);
+  u64* const empty = reinterpret_cast<u64*>(smem + R::CHECKPOINT_EMPTY_OFFSET);
+  u64* const state_out_full = reinterpret_cast<u64*>(smem + R::STATE_OUT_FULL_OFFSET);
+  u64* const state_out_empty = reinterpret_cast<u64*>(smem + R::STATE_OUT_EMPTY_OFFSET);
   const int lane = threadIdx.x & 31;
   int row = 0;
+  i64 local = 0; // the CTA's items so far
   for_each_item(p, [&](i64, const RecurrenceWork& w, i64 chunks) {
-    if (lane == 0) {
-      int k = 0;
-      for (i64 c = 0; c < chunks; c += p.checkpoint_chunks, ++k) {
-        mbarrier_wait(full, static_cast<u32>((row + k) & 1));
-        const int matrix = static_cast<int>((p.checkpoint_starts[w.n] + k) * p.heads + w.h);
-        tma_store_box_3d(tile, p.tma_checkpoints, 0, w.m0, matrix);
-        tma_store_box_3d(tile + k_checkpoint_box_bytes, p.tma_checkpoints, 64, w.m0, matrix);
-        bulk_stores_wait_read();
-        mbarrier_arrive(empty);
+    if constexpr (kda_plan::CHECKPOINTS != 0) { // plans without checkpoints have no tma_checkpoints
+      if (lane == 0) {
+        int k = 0;
+        for (i64 c = 0; c < chunks; c += p.checkpoint_chunks, ++k) {
+          mbarrier_wait(full, static_cast<u32>((row + k) & 1));
+          const int matrix = static_cast<int>((p.checkpoint_starts[w.n] + k) * p.heads + w.h);
+          tma_store_box_3d(tile, p.tma_checkpoints, 0, w.m0, matrix);
+          tma_store_box_3d(tile + k_checkpoint_box_bytes, p.tma_checkpoints, 64, w.m0, matrix);
+          bulk_stores_wait_read();
+          mbarrier_arrive(empty);
+        }
+      }
+      __syncwarp();
+      row += static_cast<int>((chunks + p.checkpoint_chunks - 1) / p.checkpoint_chunks);
+    }
+    if (k_state_in_smem && p.state_out != nullptr) {
+      mbarrier_wait(state_out_full, static_cast<u32>(local & 1));
+      store_state_tile(p, w, smem + R::STATE_OUT_OFFSET);
+      __syncwarp(); // every lane's loads of the tile have returned: its stores used them
+      if (lane == 0) {
+        mbarrier_arrive(state_out_empty);
       }
     }
-    __syncwarp();
-    row += static_cast<int>((chunks + p.checkpoint_chunks - 1) / p.checkpoint_chunks);
+    ++local;
   });
 }
 
@@ -368,6 +512,10 @@ __device__ __forceinline__ void recurrence_persistent(const kda_plan::KdaParams&
   u64* const out_empty = reinterpret_cast<u64*>(smem + R::OUT_EMPTY_OFFSET);
   u64* const checkpoint_full = reinterpret_cast<u64*>(smem + R::CHECKPOINT_FULL_OFFSET);
   u64* const checkpoint_empty = reinterpret_cast<u64*>(smem + R::CHECKPOINT_EMPTY_OFFSET);
+  u64* const state_full = reinterpret_cast<u64*>(smem + R::STATE_FULL_OFFSET);
+  u64* const state_empty = reinterpret_cast<u64*>(smem + R::STATE_EMPTY_OFFSET);
+  u64* const state_out_full = reinterpret_cast<u64*>(smem + R::STATE_OUT_FULL_OFFSET);
+  u64* const state_out_empty = reinterpret_cast<u64*>(smem + R::STATE_OUT_EMPTY_OFFSET);
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
       mbarrier_init(full + s, 1 + 32); // the record's bulk copy, the V warp's lanes
@@ -381,6 +529,12 @@ __device__ __forceinline__ void recurrence_persistent(const kda_plan::KdaParams&
       mbarrier_init(checkpoint_full, 32 * R::MMA_WARPS);
       mbarrier_init(checkpoint_empty, 1);
     }
+    for (int b = 0; b < k_state_tiles; ++b) {
+      mbarrier_init(state_full + b, 32); // the state warp's lanes, once their cp.asyncs land
+      mbarrier_init(state_empty + b, R::MMA_WARPS);
+    }
+    mbarrier_init(state_out_full, 32 * R::MMA_WARPS);
+    mbarrier_init(state_out_empty, 1);
     mbarrier_init_fence();
   }
   __syncthreads(); // the last CTA-wide barrier: from here on the roles only meet at mbarriers
@@ -394,23 +548,42 @@ __device__ __forceinline__ void recurrence_persistent(const kda_plan::KdaParams&
     } else if (job == 2) {
       produce_outputs_persistent(p, smem + R::OUT_OFFSET, out_full, out_empty);
     } else if (job == 3) {
-      if constexpr (kda_plan::CHECKPOINTS != 0) {
-        produce_checkpoints_persistent(p, smem + R::CHECKPOINT_OFFSET, checkpoint_full, checkpoint_empty);
-      }
+      produce_checkpoints_and_states(p, smem);
     }
     return;
   }
   setmaxnreg_inc<R::MMA_REGISTERS>();
 
+  const int lane = threadIdx.x & 31;
   PersistentRing ring{0, 0};
+  i64 local = 0; // the CTA's items so far
   for_each_item(p, [&](i64, const RecurrenceWork& w, i64 chunks) {
     float acc[1][16][4];
-    load_state(p, w.n, w.h, w.m0, acc);
+    if (!k_state_in_smem || p.state_in == nullptr) {
+      load_state(p, w.n, w.h, w.m0, acc); // fp32, or zeros without an initial state
+    } else {
+      const int b = static_cast<int>(local % k_state_tiles);
+      mbarrier_wait(state_full + b, static_cast<u32>((local / k_state_tiles) & 1));
+      state_from_tile(smem + R::STATE_IN_OFFSET + b * k_state_tile_bytes, acc);
+      __syncwarp(); // the warp's ldmatrix reads are done
+      if (lane == 0) {
+        mbarrier_arrive(state_empty + b);
+      }
+    }
     ring.row += mma_item_chunks(p, smem, acc, w.m0, chunks, ring);
     ring.chunk += chunks;
     if (p.state_out != nullptr) {
-      store_state(p, w.n, w.h, w.m0, acc);
+      if (!k_state_in_smem) {
+        store_state(p, w.n, w.h, w.m0, acc);
+      } else {
+        if (local > 0) {
+          mbarrier_wait(state_out_empty, static_cast<u32>((local - 1) & 1));
+        }
+        state_to_tile(smem + R::STATE_OUT_OFFSET, acc);
+        mbarrier_arrive(state_out_full);
+      }
     }
+    ++local;
   });
 }
 

@@ -658,29 +658,42 @@ TEST_CASE("router: a shipped design no GPU has run yet is taken only when asked 
   many_short.total_tokens = 8 * 1024;
   many_short.heads = 96;
   many_short.beta_token_stride = 96;
+  // the shipped persistent-grid designs ran on CC 9.0 hardware; the measured
+  // table takes sm90_wgmma_c16_persistent for many short sequences
   for (const char* name : {"sm90_wgmma_c16_persistent", "sm90_wgmma_c32_persistent"}) {
     INFO(name);
-    CHECK_FALSE(shipped(name).hardware_verified);
-    CHECK_FALSE(verified_on_hardware(shipped(name), test::target_named("sm_90a")));
+    CHECK(shipped(name).hardware_verified);
+    CHECK(verified_on_hardware(shipped(name), test::target_named("sm_90a")));
   }
-  CHECK(shipped("sm90_wgmma_c32").hardware_verified);
-  // neither the static preference nor the measured table takes them
-  const RouteDecision automatic = route(shipped_schedules(), h200, many_short, {});
+  RouteRequest shipped_table;
+  shipped_table.tuning = &TuningTable::shipped();
+  const RouteDecision measured = route(shipped_schedules(), h200, many_short, shipped_table);
+  CHECK(measured.schedule->name == "sm90_wgmma_c16_persistent");
+  CHECK_THAT(measured.explanation, Contains("sm90_wgmma_c16_persistent for cc9.0-sm132 / many_short"));
+  // the same designs marked as never run (hardware_verified false): neither
+  // the static preference nor the measured table takes them
+  std::vector<Schedule> unverified = shipped_schedules();
+  for (Schedule& s : unverified) {
+    if (s.name == "sm90_wgmma_c16_persistent" || s.name == "sm90_wgmma_c32_persistent") {
+      s.hardware_verified = false;
+      CHECK_FALSE(verified_on_hardware(s, test::target_named("sm_90a")));
+    }
+  }
+  const RouteDecision automatic = route(unverified, h200, many_short, {});
   CHECK(automatic.schedule->name == "sm90_wgmma_c32");
   CHECK_THAT(automatic.explanation, Contains("sm90_wgmma_c16_persistent: eligible on sm_90a"));
   CHECK_THAT(automatic.explanation, Contains("not self-tested here (kdajit selftest): ranked last"));
   TuningTable table;
   const std::string key = tuning_device_key(9, 0, 132);
-  table.set(key, shape_class(1024 * 96, 132, 8), "sm90_wgmma_c16_persistent");
+  table.set(key, shape_class(1024 * 96, 132, 8), "sm90_wgmma_c32_persistent");
   RouteRequest tuned;
   tuned.tuning = &table;
-  CHECK(route(shipped_schedules(), h200, many_short, tuned).schedule->name != "sm90_wgmma_c16_persistent");
+  CHECK(route(unverified, h200, many_short, tuned).schedule->name != "sm90_wgmma_c32_persistent");
   // once it passed selftest on the device the table's entry holds
-  tuned.selftest_passed = [](const Schedule& s, const Target&) { return s.name == "sm90_wgmma_c16_persistent"; };
-  CHECK(route(shipped_schedules(), h200, many_short, tuned).schedule->name == "sm90_wgmma_c16_persistent");
+  tuned.selftest_passed = [](const Schedule& s, const Target&) { return s.name == "sm90_wgmma_c32_persistent"; };
+  CHECK(route(unverified, h200, many_short, tuned).schedule->name == "sm90_wgmma_c32_persistent");
   // asked for by name it runs at once
-  const RouteDecision asked =
-      route(shipped_schedules(), h200, many_short, RouteRequest{std::string("sm90_wgmma_c32_persistent")});
+  const RouteDecision asked = route(unverified, h200, many_short, RouteRequest{std::string("sm90_wgmma_c32_persistent")});
   CHECK(asked.schedule->name == "sm90_wgmma_c32_persistent");
   CHECK(asked.target.name == "sm_90a");
 }

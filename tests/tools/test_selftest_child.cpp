@@ -71,14 +71,14 @@ TEST_CASE("selftest child: its result line decides, and exit 8 is a failure it r
 
 TEST_CASE("selftest candidates: the families never run on such hardware, or every schedule with --all",
           "[tools][selftest]") {
-  // wgmma and warp_mma ran on the H200; the persistent-grid designs not yet
-  // (hardware_verified false)
+  // every shipped CC 9.0 design has run on such hardware (wgmma, warp_mma,
+  // the persistent grid): nothing to check there without --all
   const std::vector<SelftestCandidate> h200 = selftest_candidates(device(9, 0, 132), false, std::nullopt);
   std::vector<std::string> h200_names;
   for (const SelftestCandidate& c : h200) {
     h200_names.push_back(c.schedule->name);
   }
-  CHECK(h200_names == std::vector<std::string>{"sm90_wgmma_c16_persistent", "sm90_wgmma_c32_persistent"});
+  CHECK(h200_names.empty());
   const std::vector<SelftestCandidate> all = selftest_candidates(device(9, 0, 132), true, std::nullopt);
   int proxies = 0;
   bool wgmma = false;
