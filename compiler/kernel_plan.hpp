@@ -144,6 +144,10 @@ struct WorkspacePlan {
   std::vector<WorkspaceField> fields;
   std::int64_t record_bytes = 0; ///< 0: no workspace
   std::string image_buffer;      ///< SMEM buffer receiving whole records (bulk copy), or empty
+  /// The records live in the call's workspace (a prepare kernel writes them);
+  /// false: a fused kernel forms each record in SMEM in the record's layout
+  /// and the workspace holds none.
+  bool records_in_workspace = true;
   /// Bytes the workspace holds for each CTA of the recurrent grid after the
   /// records (the tcgen05 proxy's TMEM image); 0: none.
   std::int64_t cta_scratch_bytes = 0;

@@ -253,7 +253,8 @@ CallSetup set_up_call(const PrefillArgs& args, const PrefillOptions& options) {
 // (sequences x heads x row blocks: the tcgen05 proxy's TMEM images).
 std::int64_t call_workspace_bytes(const KernelPlan& plan, const ProblemShape& p) {
   const std::int64_t ctas = static_cast<std::int64_t>(p.num_seqs) * p.heads * (128 / plan.tiles.m_tile);
-  return sequence_table_bytes(p) + workspace_records(plan, p) * plan.workspace.record_bytes +
+  const std::int64_t records = plan.workspace.records_in_workspace ? workspace_records(plan, p) : 0;
+  return sequence_table_bytes(p) + records * plan.workspace.record_bytes +
          ctas * plan.workspace.cta_scratch_bytes;
 }
 

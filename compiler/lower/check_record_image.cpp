@@ -12,8 +12,8 @@ void check_record_image(const ValidatedSchedule& v, const WorkspacePlan& workspa
   }
   std::vector<Diagnostic> problems;
   for (const ValidatedKernel& k : v.kernels()) {
-    if (k.decl.role != KernelRole::recurrence) {
-      continue;
+    if (k.decl.role != KernelRole::recurrence && k.decl.role != KernelRole::fused) {
+      continue; // the recurrence copies records into it; a fused kernel forms them there
     }
     const PlacedBuffer* b = k.smem.find(workspace.image_buffer);
     if (b == nullptr) {
@@ -21,8 +21,9 @@ void check_record_image(const ValidatedSchedule& v, const WorkspacePlan& workspa
     }
     if (b->bytes != workspace.record_bytes) {
       problems.push_back({b->json_path + "/shape",
-                          fmt::format("buffer '{}' receives one workspace record per bulk copy: it must hold exactly "
-                                      "{} bytes (the generator's record), not {}",
+                          fmt::format("buffer '{}' holds one workspace record (copied whole by one bulk copy, or "
+                                      "formed there by a fused kernel): it must hold exactly {} bytes (the "
+                                      "generator's record), not {}",
                                       b->name, workspace.record_bytes, b->bytes)});
     }
     if (b->region != Region::stage) {

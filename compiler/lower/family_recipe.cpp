@@ -222,6 +222,33 @@ FamilyRecipe wgmma_c32_recipe(const std::string& name, GridKind grid) {
   };
 }
 
+// The fused chunk-16 wgmma design on the persistent grid
+// (wgmma/fused_persistent): the persistent recurrence's buffers and roles,
+// and a "prepare" role of four warps running the prepare kernel's step
+// (common/prepare_chunk) on the prepare kernel's buffers: the raw tiles and
+// what aliases them per ring slot, the rest shared. Records are formed in
+// the ring slots and never reach the workspace.
+FamilyRecipe wgmma_fused_c16_persistent_recipe() {
+  KernelRecipe kernel = wgmma_recurrence(16, GridKind::persistent);
+  kernel.role = KernelRole::fused;
+  kernel.fragment = "wgmma/fused_persistent";
+  kernel.call = "kda::frag::fused_persistent";
+  kernel.roles = {"mma", "producer", "prepare"};
+  for (BufferNeed& b : prepare_c16_buffers({{"krt", DType::bf16, {{128}, {16}}}, {"tt", DType::bf16, {{16}, {16}}}})) {
+    kernel.buffers.push_back(std::move(b));
+  }
+  FamilyRecipe r = wgmma_c16_recipe("wgmma_fused_c16_persistent", GridKind::persistent);
+  r.decomposition = Decomposition::fused;
+  // the plan's names for the one kernel (wgmma/fused_persistent_names) first,
+  // the persistent recurrence's loops and the prepare kernel's step last
+  r.common_fragments.insert(r.common_fragments.begin() + 1, "wgmma/fused_persistent_names");
+  r.common_fragments.push_back("wgmma/recurrence_persistent");
+  r.common_fragments.push_back("common/prepare_chunk");
+  r.kernels = {std::move(kernel)};
+  r.records_in_smem_only = true;
+  return r;
+}
+
 // The fused tcgen05 kernel at chunk C (tcgen05/fused_*): the MMA shapes, the
 // two operand layouts and the TMEM map follow from C.
 FamilyRecipe tcgen05_fused_recipe(const std::string& name, int c, std::vector<int> m_tiles) {
@@ -336,6 +363,8 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
       // the same designs on the persistent grid (wgmma/recurrence_persistent)
       wgmma_c16_recipe("wgmma_decomposed_c16_persistent", GridKind::persistent),
       wgmma_c32_recipe("wgmma_decomposed_c32_persistent", GridKind::persistent),
+      // chunk 16 with the prepare inside the persistent CTA (wgmma/fused_persistent)
+      wgmma_fused_c16_persistent_recipe(),
       // The fused design of seed note 000 (one kernel): the load warp and five
       // producer groups fill the ring, the state, MMA and epilogue roles
       // consume it in order with the fp32 state in TMEM. M128 and M64 at

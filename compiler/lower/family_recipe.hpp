@@ -64,6 +64,10 @@ struct FamilyRecipe {
   /// copy (its bytes must equal the record's); empty when records are copied
   /// field by field.
   std::string record_image_buffer;
+  /// The records never leave SMEM: a fused kernel's prepare warps form each
+  /// one in its ring slot in the workspace record's layout (the layout's
+  /// constants are still written; the call's workspace holds no records).
+  bool records_in_smem_only = false;
   /// wgmma shapes m64nNk16 (register A, bf16 -> fp32) whose wrappers the
   /// emitter writes; empty for families without wgmma.
   std::vector<int> wgmma_n;

@@ -12,6 +12,7 @@ WorkspacePlan plan_workspace(const FamilyRecipe& recipe) {
   }
   w.record_bytes = offset;
   w.image_buffer = recipe.record_image_buffer;
+  w.records_in_workspace = !recipe.records_in_smem_only;
   return w;
 }
 

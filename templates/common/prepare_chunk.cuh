@@ -31,17 +31,21 @@
 namespace kda {
 namespace frag {
 
-// One chunk, from rows already in ring slot `stage` to its workspace record.
-// Starts with the CTA synchronised after the rows arrived; ends with warp 0
-// finishing T while the others may go on (the next chunk's first barrier
-// waits for it).
-__device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, const PrepareChunk& c, int h,
-                                                  u8* smem, int stage, float a_scale, float bias) {
+// One chunk, from rows already in ring slot `stage` to its record at
+// `record` (the workspace's, or a fused kernel's ring slot), by the team's
+// four warps (thread = key column; `row_beta`: sigmoid(beta) of row `thread`
+// for the first C threads, chunk_row_beta). Starts with the team
+// synchronised after the rows arrived; ends with warp 0 finishing T while the
+// others may go on (the next chunk's first barrier waits for it), or, with
+// RECORD_FOLDS_T, with the fold's writes.
+template <class Team = CtaTeam>
+__device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, const PrepareChunk& c, u8* smem,
+                                                  int stage, float a_scale, float bias, float row_beta, u8* record) {
   namespace P = kda_plan::prepare;
   constexpr int C = kda_plan::CHUNK_SIZE;
   constexpr int D = kda_plan::HEAD_DIM;
-  const int ch = threadIdx.x;
-  const int warp = threadIdx.x >> 5;
+  const int ch = Team::thread();
+  const int warp = ch >> 5;
   const int lane = threadIdx.x & 31;
   const u8* q_raw = prepare_buffer(smem, stage, P::Q_RAW_OFFSET, P::Q_RAW_STAGED);
   const u8* k_raw = prepare_buffer(smem, stage, P::K_RAW_OFFSET, P::K_RAW_STAGED);
@@ -67,10 +71,10 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
   }
 
   float* beta = reinterpret_cast<float*>(prepare_buffer(smem, stage, P::BETA_OFFSET, P::BETA_STAGED));
-  if (threadIdx.x < C) {
-    beta[threadIdx.x] = chunk_row_beta(p, c, h, threadIdx.x);
+  if (ch < C) {
+    beta[ch] = row_beta;
   }
-  __syncthreads();
+  Team::sync();
 
   // center
   u8* kd_s = prepare_buffer(smem, stage, P::KD_OFFSET, P::KD_STAGED);
@@ -79,7 +83,6 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
   u8* kd_lo_s = prepare_buffer(smem, stage, P::KD_LO_OFFSET, P::KD_LO_STAGED);
   u8* qd_lo_s = prepare_buffer(smem, stage, P::QD_LO_OFFSET, P::QD_LO_STAGED);
   u8* ki_lo_s = prepare_buffer(smem, stage, P::KI_LO_OFFSET, P::KI_LO_STAGED);
-  u8* record = p.workspace + (c.chunk * p.heads + h) * static_cast<i64>(kda_plan::WS_RECORD_BYTES);
   u8* kr_s = kr_tile(smem, stage);
   u16 kr_column[C];
   float G[C];
@@ -118,10 +121,10 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
     }
   }
   reinterpret_cast<float*>(record + kda_plan::WS_GAMMA_OFFSET)[ch] = gamma_total;
-  if (threadIdx.x < C) {
-    reinterpret_cast<float*>(record + kda_plan::WS_BETA_OFFSET)[threadIdx.x] = beta[threadIdx.x];
+  if (ch < C) {
+    reinterpret_cast<float*>(record + kda_plan::WS_BETA_OFFSET)[ch] = beta[ch];
   }
-  __syncthreads();
+  Team::sync();
 
   // write: Kd, Qd (and Kr) tiles to the record with 16-byte stores by warps
   // 2 and 3 (row r, 8 keys from 8 part) while warps 0 and 1 form L and Mqk,
@@ -131,7 +134,7 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
   if (warp >= 2) {
     constexpr int tiles = RECORD_FOLDS_T ? 2 : 3;
     constexpr int parts = 2 * D / 16;
-    constexpr int writers = P::THREADS - 64;
+    constexpr int writers = Team::kThreads - 64;
     static_assert(!RECORD_PART_MAJOR || (tiles * C == 32 && writers % 32 == 0), "a warp's lanes are the rows of [Kd; Qd]");
     if constexpr (RECORD_PART_MAJOR) {
       const int tile = lane / C;
@@ -144,8 +147,8 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
       }
     } else {
       static_assert(RECORD_PART_MAJOR || (writers % parts == 0 && C % (writers / parts) == 0), "whole rows per pass");
-      const int part = threadIdx.x % parts;
-      const int r0 = (threadIdx.x - 64) / parts;
+      const int part = ch % parts;
+      const int r0 = (ch - 64) / parts;
 #pragma unroll
       for (int tile = 0; tile < tiles; ++tile) {
 #pragma unroll
@@ -191,7 +194,7 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
       pack_a(prod[0], prod[1], mqk_a); // Mqk as an A fragment (rows m, columns i) for the fold
     }
   }
-  __syncthreads();
+  Team::sync();
   if constexpr (RECORD_FOLDS_T) {
     // Kr^T rows (key ch, chunk rows i) into the krt tile (ki's bytes, dead now)
     u8* krt = krt_tile(smem, stage);
@@ -239,8 +242,8 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
     }
   }
   if constexpr (RECORD_FOLDS_T) {
-    __syncthreads();
-    fold_t_into_update(record, krt_tile(smem, stage), tt_tile(smem, stage), mqk_a, warp == 1);
+    Team::sync();
+    fold_t_into_update(record, krt_tile(smem, stage), tt_tile(smem, stage), mqk_a, warp == 1, warp);
   }
 }
 
@@ -248,6 +251,9 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
 // With a 2-slot ring (STAGES 2) the rows of chunk i + 1 are in flight while
 // chunk i is prepared; the raw tiles and the operands that reuse their bytes
 // are per slot, the rest is shared and protected by the chunk's barriers.
+// (A template, so that a fused kernel, which includes this fragment for
+// prepare_one_chunk, does not compile this kernel's checks.)
+template <int = 0>
 __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
   namespace P = kda_plan::prepare;
   constexpr int C = kda_plan::CHUNK_SIZE;
@@ -265,6 +271,11 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
   const float a_scale = __expf(p.a_log[h]);
   const float bias = p.dt_bias[h * D + threadIdx.x];
 
+  // the first C threads' sigmoid(beta) of their row, and the chunk's workspace record
+  auto chunk_beta = [&](const PrepareChunk& c) { return threadIdx.x < C ? chunk_row_beta(p, c, h, threadIdx.x) : 0.0f; };
+  auto chunk_record = [&](const PrepareChunk& c) {
+    return p.workspace + (c.chunk * p.heads + h) * static_cast<i64>(kda_plan::WS_RECORD_BYTES);
+  };
   PrepareChunk c = prepare_chunk_at(p, first);
   if (!c.exists) {
     return;
@@ -274,7 +285,7 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
   if constexpr (N == 1) { // straight line: no loop state to keep live under a tight register bound
     cp_async_wait<0>();
     __syncthreads();
-    prepare_one_chunk(p, c, h, smem, 0, a_scale, bias);
+    prepare_one_chunk(p, c, smem, 0, a_scale, bias, chunk_beta(c), chunk_record(c));
     return;
   }
   for (int i = 0; i < N; ++i) {
@@ -293,7 +304,7 @@ __device__ __forceinline__ void prepare_chunk(const kda_plan::KdaParams& p) {
       cp_async_wait<0>();
     }
     __syncthreads();
-    prepare_one_chunk(p, c, h, smem, stage, a_scale, bias);
+    prepare_one_chunk(p, c, smem, stage, a_scale, bias, chunk_beta(c), chunk_record(c));
     if (!next.exists) {
       break;
     }

@@ -206,6 +206,23 @@ __device__ __forceinline__ void warp_row_dots(const u8* q, const u8* k, float* d
   }
 }
 
+// The threads that prepare one chunk together, one per key column: the
+// whole CTA of a prepare kernel (CtaTeam), or four warps of a larger kernel
+// from warp FIRST_WARP, meeting at named barrier BARRIER (WarpGroupTeam).
+struct CtaTeam {
+  static constexpr int kThreads = kda_plan::prepare::THREADS;
+  __device__ __forceinline__ static int thread() { return threadIdx.x; }
+  __device__ __forceinline__ static void sync() { __syncthreads(); }
+};
+template <int FIRST_WARP, int BARRIER>
+struct WarpGroupTeam {
+  static constexpr int kThreads = 128;
+  __device__ __forceinline__ static int thread() { return static_cast<int>(threadIdx.x) - 32 * FIRST_WARP; }
+  __device__ __forceinline__ static void sync() {
+    asm volatile("bar.sync %0, %1;" ::"n"(BARRIER), "n"(kThreads) : "memory");
+  }
+};
+
 // One chunk of one head: where its rows are (chunk beyond the last: exists false).
 struct PrepareChunk {
   i64 chunk = 0;
@@ -324,22 +341,21 @@ __device__ __forceinline__ u8* prepare_buffer(u8* smem, int stage, int offset, i
 }
 
 // The rows of one [tokens, H, HEAD_DIM] bf16 input (x = p.q, p.k or p.g) of
-// chunk `c` into a raw tile (layout Rows) with 16-byte cp.async, rows past the
-// sequence end zero-filled; no commit.
-template <class Rows>
+// chunk `c` into a raw tile (layout Rows) with 16-byte cp.async by the
+// team's threads, rows past the sequence end zero-filled; no commit.
+template <class Rows, class Team = CtaTeam>
 __device__ __forceinline__ void load_chunk_tile(const kda_plan::KdaParams& p, const PrepareChunk& c, int h,
                                                 const void* x, u8* tile) {
-  namespace P = kda_plan::prepare;
   constexpr int C = kda_plan::CHUNK_SIZE;
   constexpr int D = kda_plan::HEAD_DIM;
   const i64 token_pitch = static_cast<i64>(p.heads) * D;
   const i64 row_bytes = token_pitch * 2;
   const i64 first = ((c.seq.start + c.row0) * token_pitch + static_cast<i64>(h) * D) * 2;
   constexpr int parts = 2 * D / 16;
-  const int part = threadIdx.x % parts;
+  const int part = Team::thread() % parts;
 #pragma unroll
-  for (int pass = 0; pass < C * parts / P::THREADS; ++pass) {
-    const int r = threadIdx.x / parts + pass * (P::THREADS / parts);
+  for (int pass = 0; pass < C * parts / Team::kThreads; ++pass) {
+    const int r = Team::thread() / parts + pass * (Team::kThreads / parts);
     const bool ok = r < c.valid;
     const i64 at = ok ? first + r * row_bytes + 16 * part : 0;
     cp_async_16(tile + Rows::at(r, 8 * part), reinterpret_cast<const u8*>(x) + at, ok);
@@ -349,15 +365,15 @@ __device__ __forceinline__ void load_chunk_tile(const kda_plan::KdaParams& p, co
 // The q, k, g rows of chunk `c` into the raw tiles (layout Rows) of ring slot
 // `stage` with 16-byte cp.async (rows past the sequence end zero-filled); one
 // commit group.
-template <class Rows>
+template <class Rows, class Team = CtaTeam>
 __device__ __forceinline__ void load_chunk_rows(const kda_plan::KdaParams& p, const PrepareChunk& c, int h, u8* smem,
                                                 int stage) {
   namespace P = kda_plan::prepare;
   static_assert(P::Q_RAW_PITCH == Rows::pitch && P::K_RAW_PITCH == Rows::pitch && P::G_RAW_PITCH == Rows::pitch,
                 "the raw tiles' pitch is the layout's");
-  load_chunk_tile<Rows>(p, c, h, p.q, prepare_buffer(smem, stage, P::Q_RAW_OFFSET, P::Q_RAW_STAGED));
-  load_chunk_tile<Rows>(p, c, h, p.k, prepare_buffer(smem, stage, P::K_RAW_OFFSET, P::K_RAW_STAGED));
-  load_chunk_tile<Rows>(p, c, h, p.g, prepare_buffer(smem, stage, P::G_RAW_OFFSET, P::G_RAW_STAGED));
+  load_chunk_tile<Rows, Team>(p, c, h, p.q, prepare_buffer(smem, stage, P::Q_RAW_OFFSET, P::Q_RAW_STAGED));
+  load_chunk_tile<Rows, Team>(p, c, h, p.k, prepare_buffer(smem, stage, P::K_RAW_OFFSET, P::K_RAW_STAGED));
+  load_chunk_tile<Rows, Team>(p, c, h, p.g, prepare_buffer(smem, stage, P::G_RAW_OFFSET, P::G_RAW_STAGED));
 }
 
 } // namespace frag

@@ -22,13 +22,12 @@ __device__ __forceinline__ int tt_pitch() {
 }
 
 // UPD by mma.sync m16n8k16 (fp32 accumulation, one K step over the C chunk
-// rows): warp w forms the rows of keys 32 w .. 32 w + 31 (Kr^T T), and warp 1
-// also the C output rows (Mqk T, Mqk given as its bf16 A fragment).
+// rows): warp w (0-3 of the preparing team) forms the rows of keys 32 w ..
+// 32 w + 31 (Kr^T T), and warp 1 also the C output rows (Mqk T, Mqk given as
+// its bf16 A fragment).
 __device__ __forceinline__ void fold_t_into_update(u8* record, const u8* krt, const u8* tt, const u32 (&mqk_a)[4],
-                                                   bool with_mqk) {
-  static_assert(kda_plan::CHUNK_SIZE == 16 && kda_plan::HEAD_DIM == 128 && kda_plan::prepare::THREADS == 128,
-                "four warps of 32 keys, one K step");
-  const int warp = threadIdx.x >> 5;
+                                                   bool with_mqk, int warp) {
+  static_assert(kda_plan::CHUNK_SIZE == 16 && kda_plan::HEAD_DIM == 128, "four warps of 32 keys, one K step");
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2;
   const int t = lane & 3;

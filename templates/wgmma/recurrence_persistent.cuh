@@ -62,8 +62,13 @@ __device__ __forceinline__ i64 persistent_items(const kda_plan::KdaParams& p) {
 // sequences rank by shuffles.
 __device__ __forceinline__ RecurrenceWork persistent_work(const kda_plan::KdaParams& p, i64 item) {
   const int pairs_y = p.heads * row_blocks();
-  const int position = static_cast<int>(item / pairs_y);
-  const int y = static_cast<int>(item % pairs_y);
+  // 32-bit division where the item index fits (every call of fewer than
+  // 2^31 items): a 64-bit one is a long instruction sequence on every item
+  const bool narrow = item <= 0x7fffffff;
+  const int position = narrow ? static_cast<int>(static_cast<u32>(item) / static_cast<u32>(pairs_y))
+                              : static_cast<int>(item / pairs_y);
+  const int y = narrow ? static_cast<int>(static_cast<u32>(item) % static_cast<u32>(pairs_y))
+                       : static_cast<int>(item % pairs_y);
   int n = position;
   SequenceSpan seq;
   if (!kda_plan::LAYOUT_PACKED) {
@@ -253,8 +258,9 @@ __device__ __forceinline__ void produce_records_persistent(const kda_plan::KdaPa
 
 // Producer warp 1 (every lane): for each of the CTA's items, a bf16 state's
 // rows into state_in tile i mod k_state_tiles once the MMA warps have read
-// the tile's previous item, then the V rows, each chunk's once its slot is
-// free.
+// the tile's previous item (STATES), then the V rows, each chunk's once its
+// slot is free (V). A kernel with a warp to spare gives the two to two warps.
+template <bool STATES = true, bool V = true>
 __device__ __forceinline__ void produce_v_persistent(const kda_plan::KdaParams& p, u8* smem, u64* full, u64* empty) {
   namespace R = kda_plan::recurrence;
   u64* const state_full = reinterpret_cast<u64*>(smem + R::STATE_FULL_OFFSET);
@@ -262,7 +268,7 @@ __device__ __forceinline__ void produce_v_persistent(const kda_plan::KdaParams& 
   i64 ring = 0;
   i64 local = 0; // the CTA's items so far
   for_each_item(p, [&](i64, const RecurrenceWork& w, i64 chunks) {
-    if (k_state_in_smem && p.state_in != nullptr) {
+    if (STATES && k_state_in_smem && p.state_in != nullptr) {
       const int b = static_cast<int>(local % k_state_tiles);
       if (local >= k_state_tiles) {
         mbarrier_wait(state_empty + b, static_cast<u32>((local / k_state_tiles - 1) & 1));
@@ -270,9 +276,11 @@ __device__ __forceinline__ void produce_v_persistent(const kda_plan::KdaParams& 
       load_state_tile(p, w, smem + R::STATE_IN_OFFSET + b * k_state_tile_bytes, state_full + b);
     }
     ++local;
-    for (i64 c = 0; c < chunks; ++c) {
-      const int slot = free_ring_slot(empty, ring + c);
-      load_v_rows(p, smem + slot * R::STAGE_BYTES, full + slot, w.seq, w.h, w.m0, c);
+    if (V) {
+      for (i64 c = 0; c < chunks; ++c) {
+        const int slot = free_ring_slot(empty, ring + c);
+        load_v_rows(p, smem + slot * R::STAGE_BYTES, full + slot, w.seq, w.h, w.m0, c);
+      }
     }
     ring += chunks;
   });
@@ -496,16 +504,16 @@ __device__ __forceinline__ int mma_item_chunks(const kda_plan::KdaParams& p, u8*
   return checkpoint_rows;
 }
 
-__device__ __forceinline__ void recurrence_persistent(const kda_plan::KdaParams& p) {
+// Every mbarrier of the persistent kernel (thread 0, before the CTA-wide
+// barrier after which the roles only meet at mbarriers). A slot's full
+// barrier counts one arrival by whoever provides its record (the record
+// warp's expect_tx, or a fused kernel's prepare warp) and the V warp's lanes.
+__device__ __forceinline__ void init_persistent_barriers(u8* smem) {
   namespace R = kda_plan::recurrence;
   constexpr int S = R::STAGES;
   constexpr int T = R::OUT_FULL_BYTES / 8; // output tiles
-  static_assert(R::MMA_FIRST_WARP == 0 && R::PRODUCER_FIRST_WARP == R::MMA_WARPS && R::PRODUCER_WARPS == 4,
-                "MMA warps first, then a producer warpgroup of four warps");
   static_assert(R::FULL_BYTES >= 8 * S && R::EMPTY_BYTES >= 8 * S && R::OUT_EMPTY_BYTES == R::OUT_FULL_BYTES,
                 "the ring's and the output tiles' mbarriers");
-  extern __shared__ __align__(1024) u8 smem[]; // the checkpoint tile's swizzle needs 1024-byte aligned boxes
-  const int warp = threadIdx.x >> 5;
   u64* const full = reinterpret_cast<u64*>(smem + R::FULL_OFFSET);
   u64* const empty = reinterpret_cast<u64*>(smem + R::EMPTY_OFFSET);
   u64* const out_full = reinterpret_cast<u64*>(smem + R::OUT_FULL_OFFSET);
@@ -516,44 +524,52 @@ __device__ __forceinline__ void recurrence_persistent(const kda_plan::KdaParams&
   u64* const state_empty = reinterpret_cast<u64*>(smem + R::STATE_EMPTY_OFFSET);
   u64* const state_out_full = reinterpret_cast<u64*>(smem + R::STATE_OUT_FULL_OFFSET);
   u64* const state_out_empty = reinterpret_cast<u64*>(smem + R::STATE_OUT_EMPTY_OFFSET);
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < S; ++s) {
-      mbarrier_init(full + s, 1 + 32); // the record's bulk copy, the V warp's lanes
-      mbarrier_init(empty + s, R::MMA_WARPS);
-    }
-    for (int b = 0; b < T; ++b) {
-      mbarrier_init(out_full + b, 32 * R::MMA_WARPS);
-      mbarrier_init(out_empty + b, 32);
-    }
-    if (kda_plan::CHECKPOINTS) {
-      mbarrier_init(checkpoint_full, 32 * R::MMA_WARPS);
-      mbarrier_init(checkpoint_empty, 1);
-    }
-    for (int b = 0; b < k_state_tiles; ++b) {
-      mbarrier_init(state_full + b, 32); // the state warp's lanes, once their cp.asyncs land
-      mbarrier_init(state_empty + b, R::MMA_WARPS);
-    }
-    mbarrier_init(state_out_full, 32 * R::MMA_WARPS);
-    mbarrier_init(state_out_empty, 1);
-    mbarrier_init_fence();
+  for (int s = 0; s < S; ++s) {
+    mbarrier_init(full + s, 1 + 32); // the record, the V warp's lanes
+    mbarrier_init(empty + s, R::MMA_WARPS);
   }
-  __syncthreads(); // the last CTA-wide barrier: from here on the roles only meet at mbarriers
-  if (warp >= R::PRODUCER_FIRST_WARP) {
-    setmaxnreg_dec<R::PRODUCER_REGISTERS>(); // the whole producer warpgroup
-    const int job = warp - R::PRODUCER_FIRST_WARP;
-    if (job == 0) {
-      produce_records_persistent(p, smem, full, empty);
-    } else if (job == 1) {
-      produce_v_persistent(p, smem, full, empty);
-    } else if (job == 2) {
-      produce_outputs_persistent(p, smem + R::OUT_OFFSET, out_full, out_empty);
-    } else if (job == 3) {
-      produce_checkpoints_and_states(p, smem);
-    }
-    return;
+  for (int b = 0; b < T; ++b) {
+    mbarrier_init(out_full + b, 32 * R::MMA_WARPS);
+    mbarrier_init(out_empty + b, 32);
   }
-  setmaxnreg_inc<R::MMA_REGISTERS>();
+  if (kda_plan::CHECKPOINTS) {
+    mbarrier_init(checkpoint_full, 32 * R::MMA_WARPS);
+    mbarrier_init(checkpoint_empty, 1);
+  }
+  for (int b = 0; b < k_state_tiles; ++b) {
+    mbarrier_init(state_full + b, 32); // the state warp's lanes, once their cp.asyncs land
+    mbarrier_init(state_empty + b, R::MMA_WARPS);
+  }
+  mbarrier_init(state_out_full, 32 * R::MMA_WARPS);
+  mbarrier_init(state_out_empty, 1);
+  mbarrier_init_fence();
+}
 
+// Producer warps 1-3 of the persistent kernel (job = warp - first producer
+// warp): the state and V rows, the outputs, the checkpoint rows and final
+// states; job 0, the records, is the caller's.
+__device__ __forceinline__ void produce_persistent_rows(const kda_plan::KdaParams& p, u8* smem, int job) {
+  namespace R = kda_plan::recurrence;
+  u64* const full = reinterpret_cast<u64*>(smem + R::FULL_OFFSET);
+  u64* const empty = reinterpret_cast<u64*>(smem + R::EMPTY_OFFSET);
+  if (job == 1) {
+    produce_v_persistent(p, smem, full, empty);
+  } else if (job == 2) {
+    produce_outputs_persistent(p, smem + R::OUT_OFFSET, reinterpret_cast<u64*>(smem + R::OUT_FULL_OFFSET),
+                               reinterpret_cast<u64*>(smem + R::OUT_EMPTY_OFFSET));
+  } else if (job == 3) {
+    produce_checkpoints_and_states(p, smem);
+  }
+}
+
+// The MMA warps (after setmaxnreg): each of the CTA's items, its state in,
+// its chunks, its state out.
+__device__ __forceinline__ void mma_items_persistent(const kda_plan::KdaParams& p, u8* smem) {
+  namespace R = kda_plan::recurrence;
+  u64* const state_full = reinterpret_cast<u64*>(smem + R::STATE_FULL_OFFSET);
+  u64* const state_empty = reinterpret_cast<u64*>(smem + R::STATE_EMPTY_OFFSET);
+  u64* const state_out_full = reinterpret_cast<u64*>(smem + R::STATE_OUT_FULL_OFFSET);
+  u64* const state_out_empty = reinterpret_cast<u64*>(smem + R::STATE_OUT_EMPTY_OFFSET);
   const int lane = threadIdx.x & 31;
   PersistentRing ring{0, 0};
   i64 local = 0; // the CTA's items so far
@@ -585,6 +601,31 @@ __device__ __forceinline__ void recurrence_persistent(const kda_plan::KdaParams&
     }
     ++local;
   });
+}
+
+__device__ __forceinline__ void recurrence_persistent(const kda_plan::KdaParams& p) {
+  namespace R = kda_plan::recurrence;
+  static_assert(R::MMA_FIRST_WARP == 0 && R::PRODUCER_FIRST_WARP == R::MMA_WARPS && R::PRODUCER_WARPS == 4,
+                "MMA warps first, then a producer warpgroup of four warps");
+  extern __shared__ __align__(1024) u8 smem[]; // the checkpoint tile's swizzle needs 1024-byte aligned boxes
+  const int warp = threadIdx.x >> 5;
+  if (threadIdx.x == 0) {
+    init_persistent_barriers(smem);
+  }
+  __syncthreads(); // the last CTA-wide barrier: from here on the roles only meet at mbarriers
+  if (warp >= R::PRODUCER_FIRST_WARP) {
+    setmaxnreg_dec<R::PRODUCER_REGISTERS>(); // the whole producer warpgroup
+    const int job = warp - R::PRODUCER_FIRST_WARP;
+    if (job == 0) {
+      produce_records_persistent(p, smem, reinterpret_cast<u64*>(smem + R::FULL_OFFSET),
+                                 reinterpret_cast<u64*>(smem + R::EMPTY_OFFSET));
+    } else {
+      produce_persistent_rows(p, smem, job);
+    }
+    return;
+  }
+  setmaxnreg_inc<R::MMA_REGISTERS>();
+  mma_items_persistent(p, smem);
 }
 
 } // namespace frag

@@ -138,8 +138,9 @@ TEST_CASE("wgmma: the record image buffer must hold exactly one record", "[compi
     for (const Diagnostic& d : e.diagnostics()) {
       all += d.to_string() + "\n";
     }
-    CHECK_THAT(all, Contains("/kernels/1/smem/buffers/0/shape: buffer 'record' receives one workspace record per bulk "
-                             "copy: it must hold exactly 13376 bytes (the generator's record), not 13360"));
+    CHECK_THAT(all, Contains("/kernels/1/smem/buffers/0/shape: buffer 'record' holds one workspace record (copied "
+                             "whole by one bulk copy, or formed there by a fused kernel): it must hold exactly 13376 "
+                             "bytes (the generator's record), not 13360"));
     CHECK_THAT(all, Contains("/kernels/1/smem/buffers/0/region: buffer 'record' receives a record per chunk"));
   }
 }
@@ -352,4 +353,22 @@ TEST_CASE("wgmma persistent grid: the generated source emits the persistent loop
   CHECK_THAT(persistent, Contains("cp.async.bulk.prefetch.L2.global"));
   const std::string direct = emit_cuda(test::lower_shipped("sm90_wgmma_c16", "sm_90a", LayoutKind::fixed)).text;
   CHECK_THAT(direct, !Contains("recurrence_persistent"));
+}
+
+// A fused kernel that forms records in its ring slots (wgmma/fused_persistent)
+// is held to the record image like a recurrence that copies them there.
+TEST_CASE("wgmma fused persistent: the record buffer must hold exactly one record", "[compiler][lower][wgmma]") {
+  const KernelPlan plan = test::lower_shipped("sm90_wgmma_c16_fused", "sm_90a", LayoutKind::packed,
+                                              StatePrecision::bf16, true);
+  CHECK(plan.workspace.record_bytes == 13376);
+  for (const EntryPlan& e : plan.entries) {
+    CHECK(e.smem_bytes <= 232448); // checkpoints' tile included
+  }
+  nlohmann::json bad = test::shipped_schedule_json("sm90_wgmma_c16_fused");
+  for (nlohmann::json& b : bad["smem"]["buffers"]) {
+    if (b["name"] == "record") {
+      b["shape"] = nlohmann::json::array({6680});
+    }
+  }
+  CHECK_THAT(problems_of_lowering(bad, "sm_90a"), Contains("buffer 'record' holds one workspace record"));
 }

@@ -39,7 +39,8 @@ const std::vector<Design> k_designs = {{"sm90_wgmma_c32", std::nullopt},  {"sm90
                                        {"portable_c16", std::nullopt},    {"sm100_m128_c32", "sm_90a_proxy"},
                                        {"sm100_m64_c32", "sm_90a_proxy"}, {"sm100_n16_c16", "sm_90a_proxy"},
                                        {"sm120_decomposed_c16", "sm_120a_proxy"}, {"sm120_c32", "sm_120a_proxy"},
-                                       {"token_llvm", std::nullopt}, {"token_llvm_smem", std::nullopt}};
+                                       {"token_llvm", std::nullopt}, {"token_llvm_smem", std::nullopt},
+                                       {"sm90_wgmma_c16_fused", std::nullopt}};
 
 } // namespace
 
@@ -158,7 +159,9 @@ TEST_CASE("gpu contract: results do not depend on seq_order (bit-identical)", "[
 // sequences of 0 to 100 tokens x 2 heads are 800 items on the H200's 132
 // CTAs (about six each, of unequal length: the ring's phases run on across
 // them). Same arithmetic as the direct grid, so the same bits, with pools,
-// checkpoints and the caller's seq_order; and a fixed layout with an fp32 state.
+// checkpoints and the caller's seq_order; and a fixed layout with an fp32
+// state. The fused chunk-16 design (wgmma/fused_persistent) forms the same
+// records inside the CTA, one chunk per prepare warp: the same bits again.
 TEST_CASE("gpu contract: the persistent grid gives the direct grid's bits over many work items per CTA",
           "[gpu][contract]") {
   std::mt19937_64 rng(401);
@@ -171,11 +174,17 @@ TEST_CASE("gpu contract: the persistent grid gives the direct grid's bits over m
     c.schedule = direct;
     c.label = direct + ": " + what;
     const ContractReport a = run(c);
-    c.schedule = direct + "_persistent";
-    c.label = *c.schedule + ": " + what;
-    const ContractReport b = run(c);
-    CHECK(b.schedule == *c.schedule);
-    CHECK(b.hash == a.hash);
+    std::vector<std::string> others = {direct + "_persistent"};
+    if (direct == "sm90_wgmma_c16") {
+      others.push_back("sm90_wgmma_c16_fused");
+    }
+    for (const std::string& other : others) {
+      c.schedule = other;
+      c.label = other + ": " + what;
+      const ContractReport b = run(c);
+      CHECK(b.schedule == other);
+      CHECK(b.hash == a.hash);
+    }
   };
   for (const char* chunk : {"c16", "c32"}) {
     const std::string direct = std::string("sm90_wgmma_") + chunk;

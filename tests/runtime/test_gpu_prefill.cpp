@@ -64,6 +64,32 @@ TEST_CASE("gpu prefill: gate extremes at lower_bound -5", "[gpu][prefill]") {
   run({"g=+8 packed one-token seqs H16 fp32", ones, GpuStateMode::inplace_fp32, false, 24});
 }
 
+// The fused persistent design (sm90_wgmma_c16_fused) prepares its chunks
+// inside the recurrence's CTA, one warp per chunk: the same gate extremes and
+// one-token sequences at fast decay, and many short sequences per CTA.
+TEST_CASE("gpu prefill: the fused persistent design at the gate extremes and on short sequences", "[gpu][prefill]") {
+  const std::optional<std::string> fused("sm90_wgmma_c16_fused");
+  run({"fused: g=-8 fixed B1 T2048 H2", fixed(1, 2048, 2, GateDistribution::all_minus_8), GpuStateMode::inplace_bf16,
+       false, 121},
+      fused);
+  run({"fused: g=+8 fixed B1 T2048 H2", fixed(1, 2048, 2, GateDistribution::all_plus_8), GpuStateMode::inplace_fp32,
+       false, 122},
+      fused);
+  run({"fused: dt_bias U[-8,8] fixed B1 T2048 H2", fixed(1, 2048, 2, GateDistribution::bias_uniform_8),
+       GpuStateMode::inplace_bf16, false, 123},
+      fused);
+  ProblemSpec ones = packed({1, 1, 2, 1, 0, 1, 33, 1, 1, 1}, 16);
+  ones.gate = GateDistribution::all_plus_8;
+  run({"fused: g=+8 packed one-token seqs H16 fp32", ones, GpuStateMode::inplace_fp32, false, 124}, fused);
+  std::mt19937_64 rng(125);
+  std::vector<std::int64_t> lengths;
+  for (int i = 0; i < 300; ++i) {
+    lengths.push_back(1 + static_cast<std::int64_t>(rng() % 24));
+  }
+  run({"fused: packed 300 seqs (1..24 tokens) H8 bf16", packed(lengths, 8), GpuStateMode::inplace_bf16, true, 126},
+      fused);
+}
+
 TEST_CASE("gpu prefill: packed layout with tiny and zero-length sequences", "[gpu][prefill]") {
   std::mt19937_64 rng(31);
   std::vector<std::int64_t> lengths;

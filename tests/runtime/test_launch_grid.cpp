@@ -58,3 +58,28 @@ TEST_CASE("launch grid: a persistent recurrence takes min(work items, resident C
   CHECK(d.x == 1024);
   CHECK(d.y == 96);
 }
+
+// The fused persistent design (wgmma/fused_persistent) forms each record in
+// its ring slot: one kernel of 16 warps on the persistent grid, and a
+// workspace that holds the sequence table but no records.
+TEST_CASE("launch grid: the fused persistent design, one kernel on the persistent grid and no records in the workspace",
+          "[runtime][launch]") {
+  const KernelPlan fused = test::lower_shipped("sm90_wgmma_c16_fused", "sm_90a", LayoutKind::packed);
+  const KernelPlan decomposed = test::lower_shipped("sm90_wgmma_c16_persistent", "sm_90a", LayoutKind::packed);
+  const EntryPlan& kernel = entry(fused, KernelRole::fused);
+  CHECK(kernel.launch.threads == 512);      // 8 MMA warps, a producer warpgroup, a prepare group of four
+  CHECK(kernel.launch.entry_registers == 128); // 256 x 168 + 128 x 48 + 128 x 128 = the register file
+  CHECK(grid_of(kernel, packed(1024, 8, 96), fused, 132).x == 132);
+  CHECK(grid_of(kernel, packed(3, 8, 4), fused, 132).x == 12);
+  for (const EntryPlan& e : fused.entries) {
+    CHECK(e.role != KernelRole::prepare);
+  }
+  // the same record layout as the decomposed design, kept in SMEM
+  CHECK(fused.workspace.record_bytes == decomposed.workspace.record_bytes);
+  CHECK_FALSE(fused.workspace.records_in_workspace);
+  CHECK(decomposed.workspace.records_in_workspace);
+  const ProblemShape p = packed(1024, 8, 96);
+  const std::int64_t records = (p.total_tokens / 16 + p.num_seqs) * p.heads * decomposed.workspace.record_bytes;
+  CHECK(call_workspace_bytes(decomposed, p) - call_workspace_bytes(fused, p) == records);
+  CHECK(call_workspace_bytes(fused, p) < records / 100); // the sequence table alone
+}
