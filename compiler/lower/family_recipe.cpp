@@ -146,7 +146,7 @@ FamilyRecipe wgmma_c16_recipe(const std::string& name, GridKind grid) {
       .common_fragments = wgmma_common_fragments({"common/prologue", "common/sequences", "wgmma/record_core_matrices",
                                                   "common/state_rows", "common/recurrence_io", "common/async_copy",
                                                   "wgmma/async", "common/ready_flags", "common/prepare_ops",
-                                                  "wgmma/fold_c16"},
+                                                  "wgmma/fold_c16", "common/prepare_step"},
                                                  grid),
       .kernels = {{.role = KernelRole::prepare,
                    .fragment = "common/prepare_chunk",
@@ -225,7 +225,7 @@ FamilyRecipe wgmma_c32_recipe(const std::string& name, GridKind grid) {
 // The fused chunk-16 wgmma design on the persistent grid
 // (wgmma/fused_persistent): the persistent recurrence's buffers and roles,
 // and a "prepare" role of four warps running the prepare kernel's step
-// (common/prepare_chunk) on the prepare kernel's buffers: the raw tiles and
+// (common/prepare_step) on the prepare kernel's buffers: the raw tiles and
 // what aliases them per ring slot, the rest shared. Records are formed in
 // the ring slots and never reach the workspace.
 FamilyRecipe wgmma_fused_c16_persistent_recipe() {
@@ -239,11 +239,10 @@ FamilyRecipe wgmma_fused_c16_persistent_recipe() {
   }
   FamilyRecipe r = wgmma_c16_recipe("wgmma_fused_c16_persistent", GridKind::persistent);
   r.decomposition = Decomposition::fused;
-  // the plan's names for the one kernel (wgmma/fused_persistent_names) first,
-  // the persistent recurrence's loops and the prepare kernel's step last
+  // the plan's names for the one kernel (wgmma/fused_persistent_names)
+  // first, the persistent recurrence's loops last
   r.common_fragments.insert(r.common_fragments.begin() + 1, "wgmma/fused_persistent_names");
   r.common_fragments.push_back("wgmma/recurrence_persistent");
-  r.common_fragments.push_back("common/prepare_chunk");
   r.kernels = {std::move(kernel)};
   r.records_in_smem_only = true;
   return r;
@@ -324,8 +323,7 @@ const std::vector<FamilyRecipe>& all_family_recipes() {
           .decomposition = Decomposition::decomposed,
           .chunk_size = 16,
           .common_fragments = {"common/prologue", "common/sequences", "warp_mma/record_rows", "common/state_rows",
-                               "common/recurrence_io",
-                               "common/prepare_ops"},
+                               "common/recurrence_io", "common/prepare_ops", "common/prepare_step"},
           .kernels = {{.role = KernelRole::prepare,
                        .fragment = "common/prepare_chunk",
                        .call = "kda::frag::prepare_chunk",

@@ -209,17 +209,19 @@ __device__ __forceinline__ void warp_row_dots(const u8* q, const u8* k, float* d
 // The threads that prepare one chunk together, one per key column: the
 // whole CTA of a prepare kernel (CtaTeam), or four warps of a larger kernel
 // from warp FIRST_WARP, meeting at named barrier BARRIER (WarpGroupTeam).
+// thread() is unsigned, as threadIdx.x is: index arithmetic on it stays
+// unsigned (a signed index made the prepare kernels' address code longer).
 struct CtaTeam {
-  static constexpr int kThreads = kda_plan::prepare::THREADS;
-  __device__ __forceinline__ static int thread() { return threadIdx.x; }
+  __device__ __forceinline__ static constexpr int threads() { return kda_plan::prepare::THREADS; }
+  __device__ __forceinline__ static unsigned thread() { return threadIdx.x; }
   __device__ __forceinline__ static void sync() { __syncthreads(); }
 };
 template <int FIRST_WARP, int BARRIER>
 struct WarpGroupTeam {
-  static constexpr int kThreads = 128;
-  __device__ __forceinline__ static int thread() { return static_cast<int>(threadIdx.x) - 32 * FIRST_WARP; }
+  __device__ __forceinline__ static constexpr int threads() { return 128; }
+  __device__ __forceinline__ static unsigned thread() { return threadIdx.x - 32u * FIRST_WARP; }
   __device__ __forceinline__ static void sync() {
-    asm volatile("bar.sync %0, %1;" ::"n"(BARRIER), "n"(kThreads) : "memory");
+    asm volatile("bar.sync %0, %1;" ::"n"(BARRIER), "n"(threads()) : "memory");
   }
 };
 
@@ -354,8 +356,8 @@ __device__ __forceinline__ void load_chunk_tile(const kda_plan::KdaParams& p, co
   constexpr int parts = 2 * D / 16;
   const int part = Team::thread() % parts;
 #pragma unroll
-  for (int pass = 0; pass < C * parts / Team::kThreads; ++pass) {
-    const int r = Team::thread() / parts + pass * (Team::kThreads / parts);
+  for (int pass = 0; pass < C * parts / Team::threads(); ++pass) {
+    const int r = Team::thread() / parts + pass * (Team::threads() / parts);
     const bool ok = r < c.valid;
     const i64 at = ok ? first + r * row_bytes + 16 * part : 0;
     cp_async_16(tile + Rows::at(r, 8 * part), reinterpret_cast<const u8*>(x) + at, ok);

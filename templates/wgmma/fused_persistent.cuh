@@ -11,7 +11,7 @@
 // The prepare role: one group of four warps (a warpgroup keeping the entry
 // register count), one thread per key column, prepares the CTA's chunks in
 // the order the MMA warps take them (items in order, chunks in order) with
-// the prepare kernel's own step (common/prepare_chunk: prepare_one_chunk,
+// the prepare kernel's own step (common/prepare_step: prepare_one_chunk,
 // its team meeting at named barrier 1 instead of the CTA barrier; the fold
 // of wgmma/fold_c16), so the records have the prepare kernel's bits. Each
 // chunk's raw q, k, g rows go into its ring slot (the raw tiles are stage
@@ -27,7 +27,7 @@
 // brings the states' rows (each its own order of waits: a state tile frees
 // once per item, a ring slot once per chunk).
 // Uses kda_plan::main (= kda_plan::recurrence and kda_plan::prepare,
-// wgmma/fused_persistent_names), common/prepare_chunk and what
+// wgmma/fused_persistent_names), common/prepare_step and what
 // wgmma/recurrence_persistent uses.
 namespace kda {
 namespace frag {
@@ -128,7 +128,9 @@ __device__ __forceinline__ void prepare_records_fused(const kda_plan::KdaParams&
     cp_async_wait<1>(); // this chunk's rows
     Team::sync();
     u8* const slot_base = smem + slot * F::STAGE_BYTES;
-    prepare_one_chunk<Team>(p, chunk_at(cur), smem, slot, sc.a_scale, sc.bias, sc.beta, slot_base + F::RECORD_OFFSET);
+    const float row_beta = sc.beta;
+    prepare_one_chunk<Team>(p, chunk_at(cur), smem, slot, sc.a_scale, sc.bias, [row_beta] { return row_beta; },
+                            [slot_base] { return slot_base + F::RECORD_OFFSET; });
     fence_async_shared(); // the record is read by wgmma (the async proxy)
     Team::sync();         // every thread's record writes are done
     if (Team::thread() == 0) {

@@ -32,7 +32,7 @@ bool token_kernel_on_sm80(const std::string& schedule, const std::string& target
 
 // sm90_wgmma_c16_fused: the prepare group's loop (the prepare kernel's step
 // on runtime ring slots, with the next chunk's cursor live across it) spills
-// 8-28 bytes at the entry count of 128 registers; the design is not routed
+// up to 32 bytes at the entry count of 128 registers; the design is not routed
 // (docs/bench/CURRENT.md, "The prepare inside the persistent CTA").
 bool fused_persistent_prepare(const std::string& schedule) {
   return schedule == "sm90_wgmma_c16_fused";
