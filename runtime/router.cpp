@@ -305,15 +305,17 @@ RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescript
   ShapeClass cls = call_class;
   std::optional<std::string> device_key =
       request.tuning != nullptr ? table_device_key(*request.tuning, device, cls, borrowed) : std::nullopt;
-  if (!device_key && request.tuning != nullptr && short_sequences(call_class)) {
-    // no short-sequence entry measured for the device's CC: the same fill's
-    // entry for longer sequences, labelled
-    cls = long_sequence_class(call_class);
+  std::vector<std::string> missing; // classes tried without an entry, in order
+  while (!device_key && request.tuning != nullptr && longer_sequence_class(cls) != cls) {
+    // no entry measured for this tier on the device's CC: the same fill's
+    // entry for longer sequences (tiny -> short -> long), labelled
+    missing.emplace_back(to_string(cls));
+    cls = longer_sequence_class(cls);
     device_key = table_device_key(*request.tuning, device, cls, borrowed);
   }
   const std::string class_label =
       cls == call_class ? std::string(to_string(cls))
-                        : fmt::format("{} (no {} entry)", to_string(cls), to_string(call_class));
+                        : fmt::format("{} (no {} entry)", to_string(cls), fmt::join(missing, " or "));
   if (!request.schedule && device_key) {
     const std::string tuned = *request.tuning->lookup(*device_key, cls);
     const std::string source =
@@ -352,9 +354,14 @@ RouteDecision route(const std::vector<Schedule>& schedules, const DeviceDescript
     decision.source = used ? (borrowed ? RouteSource::borrowed_table : RouteSource::measured_table)
                            : RouteSource::static_preference;
   } else if (!request.schedule) {
+    std::vector<std::string> longer; // the classes tried after the call's own
+    for (ShapeClass c = call_class; longer_sequence_class(c) != c;) {
+      c = longer_sequence_class(c);
+      longer.emplace_back(to_string(c));
+    }
     explanation += fmt::format("tuning table: no entry for CC {}.{} / {}{}; {}\n", device.cc_major, device.cc_minor,
                                to_string(call_class),
-                               short_sequences(call_class) ? fmt::format(" (nor {})", to_string(cls)) : std::string(),
+                               longer.empty() ? std::string() : fmt::format(" (nor {})", fmt::join(longer, ", ")),
                                preferred);
     decision.source = RouteSource::static_preference;
   } else {

@@ -23,6 +23,10 @@ constexpr std::pair<ShapeClass, std::string_view> k_class_names[] = {
     {ShapeClass::one_wave_short, "one_wave_short"},
     {ShapeClass::two_waves_short, "two_waves_short"},
     {ShapeClass::many_short, "many_short"},
+    {ShapeClass::few_tiny, "few_tiny"},
+    {ShapeClass::one_wave_tiny, "one_wave_tiny"},
+    {ShapeClass::two_waves_tiny, "two_waves_tiny"},
+    {ShapeClass::many_tiny, "many_tiny"},
 };
 
 // k_class_names' classes, in its order
@@ -145,18 +149,20 @@ std::string_view to_string(ShapeClass c) {
   return "?";
 }
 
+static_assert(static_cast<int>(ShapeClass::few_short) == 4 && static_cast<int>(ShapeClass::few_tiny) == 8 &&
+                  static_cast<int>(ShapeClass::many_tiny) == 11,
+              "each tier's four fills in order: class = 4 tier + fill");
+
 ShapeClass shape_class(std::int64_t pairs, int sm_count, std::int64_t average_tokens) {
-  const bool short_ones = average_tokens <= k_short_sequence_tokens;
-  if (2 * pairs <= sm_count) {
-    return short_ones ? ShapeClass::few_short : ShapeClass::few;
-  }
-  if (pairs <= sm_count) {
-    return short_ones ? ShapeClass::one_wave_short : ShapeClass::one_wave;
-  }
-  if (pairs <= 2 * static_cast<std::int64_t>(sm_count)) {
-    return short_ones ? ShapeClass::two_waves_short : ShapeClass::two_waves;
-  }
-  return short_ones ? ShapeClass::many_short : ShapeClass::many;
+  // the fill (0..3), then the tier: the enum lists each tier's four fills in order
+  const int fill = 2 * pairs <= sm_count                                 ? 0
+                   : pairs <= sm_count                                   ? 1
+                   : pairs <= 2 * static_cast<std::int64_t>(sm_count) ? 2
+                                                                         : 3;
+  const int tier = average_tokens <= k_tiny_sequence_tokens    ? 2
+                   : average_tokens <= k_short_sequence_tokens ? 1
+                                                               : 0;
+  return static_cast<ShapeClass>(4 * tier + fill);
 }
 
 std::int64_t average_tokens(std::int64_t total_tokens, std::int64_t sequences) {
@@ -168,18 +174,12 @@ bool short_sequences(ShapeClass c) {
 }
 
 ShapeClass long_sequence_class(ShapeClass c) {
-  switch (c) {
-  case ShapeClass::few_short:
-    return ShapeClass::few;
-  case ShapeClass::one_wave_short:
-    return ShapeClass::one_wave;
-  case ShapeClass::two_waves_short:
-    return ShapeClass::two_waves;
-  case ShapeClass::many_short:
-    return ShapeClass::many;
-  default:
-    return c;
-  }
+  return static_cast<ShapeClass>(static_cast<int>(c) % 4);
+}
+
+ShapeClass longer_sequence_class(ShapeClass c) {
+  const int i = static_cast<int>(c);
+  return i < 4 ? c : static_cast<ShapeClass>(i - 4);
 }
 
 std::span<const ShapeClass> all_shape_classes() {

@@ -27,7 +27,8 @@
 namespace kda {
 
 /// How the (sequence x head) pairs of a call fill the GPU, and whether its
-/// sequences are short (at most k_short_sequence_tokens tokens on average).
+/// sequences are short (at most k_short_sequence_tokens tokens on average)
+/// or tiny (at most k_tiny_sequence_tokens).
 enum class ShapeClass {
   few,             ///< at most half the SMs busy
   one_wave,        ///< up to one CTA per SM
@@ -37,6 +38,10 @@ enum class ShapeClass {
   one_wave_short,
   two_waves_short,
   many_short,
+  few_tiny,        ///< the same four fills, tiny sequences
+  one_wave_tiny,
+  two_waves_tiny,
+  many_tiny,
 };
 
 /// The average tokens per sequence (total / N) at or below which a call is
@@ -44,6 +49,10 @@ enum class ShapeClass {
 /// bytes of state (64 KiB of bf16, read and written) as of tokens (1,282 B
 /// each), and a design that hides the state's traffic wins.
 inline constexpr std::int64_t k_short_sequence_tokens = 64;
+/// The average tokens per sequence at or below which a call is of a tiny-
+/// sequence class: half a 16-token chunk, so that a design may prepare two
+/// sequences' chunks in one 16-row tile (sm90_wgmma_c16_fused).
+inline constexpr std::int64_t k_tiny_sequence_tokens = 8;
 
 std::string_view to_string(ShapeClass shape_class);
 /// The class of a call of `pairs` (sequence x head) pairs and `average_tokens`
@@ -51,10 +60,14 @@ std::string_view to_string(ShapeClass shape_class);
 ShapeClass shape_class(std::int64_t pairs, int sm_count, std::int64_t average_tokens);
 /// The average tokens per sequence of `total_tokens` in `sequences` (0 for none).
 std::int64_t average_tokens(std::int64_t total_tokens, std::int64_t sequences);
+/// A short- or tiny-sequence class.
 bool short_sequences(ShapeClass shape_class);
-/// The class of the same fill with longer sequences (a long class: itself).
+/// The class of the same fill with long sequences (a long class: itself).
 ShapeClass long_sequence_class(ShapeClass shape_class);
-/// Every class, the four long ones first.
+/// The class of the same fill one tier longer: tiny -> short -> long (a long
+/// class: itself). The router falls back along it where a class has no entry.
+ShapeClass longer_sequence_class(ShapeClass shape_class);
+/// Every class, the four long ones first, then the short and the tiny ones.
 std::span<const ShapeClass> all_shape_classes();
 
 /// "cc9.0-sm132".

@@ -26,12 +26,29 @@
 //           Mqk; Kr^T in the core-matrix layout straight from the registers
 //           (each thread's key column is 8 rows x 2 B contiguous); T, Mqk
 //           (bf16), beta, gamma (fp32) directly: the record
+// Paired tiles (a fused kernel's prepare, PAIRS): a tile's rows 0-7 and
+// 8-15 may be two short chunks of at most 8 rows each (two work items of one
+// chunk), prepared together and written to two records. Each segment has its
+// own gate parameters and a gate prefix that restarts at its first row; L and
+// Mqk are masked to the diagonal blocks, so T is block-diagonal and each
+// record holds exactly what a tile of that chunk alone would give (its rows at
+// 0-7, rows 8-15 zero).
 // Uses kda_plan::prepare::* (SMEM offsets and pitches), common/prepare_ops
 // (loads, row norms, split products) and the record layout fragment
 // (warp_mma/record_rows, or wgmma/record_core_matrices with wgmma/fold_c16):
 // record_*().
 namespace kda {
 namespace frag {
+
+// The second chunk of a paired tile (rows 8-15): its valid rows, its head's
+// gate parameters for the thread's column, and its record.
+struct SecondChunk {
+  bool exists = false;
+  int valid = 0;
+  float a_scale = 0.0f;
+  float bias = 0.0f;
+  u8* record = nullptr;
+};
 
 // One chunk, from rows already in ring slot `stage` to its record, by the
 // team's four warps (thread = key column). The caller says where the record
@@ -41,14 +58,21 @@ namespace frag {
 // chunk_row_beta, or a value loaded ahead). Starts with the team
 // synchronised after the rows arrived; ends with warp 0 finishing T while the
 // others may go on (the next chunk's first barrier waits for it), or, with
-// RECORD_FOLDS_T, with the fold's writes.
-template <class Team, class RowBeta, class RecordAt>
+// RECORD_FOLDS_T, with the fold's writes. With PAIRS and second.exists, `c`
+// is rows 0-7 of the tile and `second` rows 8-15 (row_beta gives the row of
+// either).
+template <class Team, bool PAIRS = false, class RowBeta, class RecordAt>
 __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, const PrepareChunk& c, u8* smem,
                                                   int stage, float a_scale, float bias, RowBeta row_beta,
-                                                  RecordAt record_at) {
+                                                  RecordAt record_at, const SecondChunk& second = SecondChunk{}) {
   namespace P = kda_plan::prepare;
   constexpr int C = kda_plan::CHUNK_SIZE;
   constexpr int D = kda_plan::HEAD_DIM;
+  constexpr int HALF = C / 2;
+  static_assert(!PAIRS || (C == 16 && RECORD_FOLDS_T && RECORD_PART_MAJOR), "pairs: the chunk-16 wgmma record");
+  const bool paired = PAIRS && second.exists;
+  // segment of row r (compile-time r): 1 for rows 8-15 of a paired tile
+  auto in_second = [paired](int r) { return paired && r >= HALF; };
   const int ch = Team::thread();
   const int warp = Team::thread() >> 5;
   const int lane = threadIdx.x & 31;
@@ -72,7 +96,14 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
     q[r] = bf16_bits_to_float(reinterpret_cast<const u16*>(q_raw)[r * P::Q_RAW_PITCH + ch]);
     k[r] = bf16_bits_to_float(reinterpret_cast<const u16*>(k_raw)[r * P::K_RAW_PITCH + ch]);
     const float g = bf16_bits_to_float(reinterpret_cast<const u16*>(g_raw)[r * P::G_RAW_PITCH + ch]);
-    gate[r] = r < c.valid ? p.gate_scale * sigmoid(a_scale * (g + bias)) : 0.0f;
+    if constexpr (PAIRS) {
+      const bool valid = in_second(r) ? r - HALF < second.valid : r < c.valid;
+      const float seg_scale = in_second(r) ? second.a_scale : a_scale;
+      const float seg_bias = in_second(r) ? second.bias : bias;
+      gate[r] = valid ? p.gate_scale * sigmoid(seg_scale * (g + seg_bias)) : 0.0f;
+    } else {
+      gate[r] = r < c.valid ? p.gate_scale * sigmoid(a_scale * (g + bias)) : 0.0f;
+    }
   }
 
   float* beta = reinterpret_cast<float*>(prepare_buffer(smem, stage, P::BETA_OFFSET, P::BETA_STAGED));
@@ -93,13 +124,20 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
   u16 kr_column[C];
   float G[C];
   float acc = 0.0f;
+  float first_total = 0.0f; // a paired tile: the first segment's total
 #pragma unroll
   for (int r = 0; r < C; ++r) {
+    if (PAIRS && r == HALF && paired) {
+      first_total = acc;
+      acc = 0.0f; // the second chunk's prefix starts at its first row
+    }
     acc += gate[r];
     G[r] = acc;
   }
   const float g_total = acc;
   const float gamma_total = fast_exp2(g_total);
+  // gamma of row r's segment: a paired tile's first segment has its own
+  const float gamma_first = PAIRS && paired ? fast_exp2(first_total) : gamma_total;
 #pragma unroll
   for (int r = 0; r < C; ++r) {
     const float qn = q[r] * rnorm[r];
@@ -112,7 +150,7 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
     const u16 kd = float_to_bf16_bits(kd_f);
     const u16 qd = float_to_bf16_bits(qd_f);
     const u16 ki = float_to_bf16_bits(ki_f);
-    const u16 kr = float_to_bf16_bits(ki_f * gamma_total); // k^ 2^(G_tot - G)
+    const u16 kr = float_to_bf16_bits(ki_f * (PAIRS && r < HALF ? gamma_first : gamma_total)); // k^ 2^(G_tot - G)
     (void)growth;
     reinterpret_cast<u16*>(kd_s)[r * P::KD_PITCH + ch] = kd;
     reinterpret_cast<u16*>(qd_s)[r * P::QD_PITCH + ch] = qd;
@@ -126,9 +164,21 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
       reinterpret_cast<u16*>(kr_s)[r * kr_tile_pitch() + ch] = kr;
     }
   }
-  reinterpret_cast<float*>(record + kda_plan::WS_GAMMA_OFFSET)[ch] = gamma_total;
-  if (Team::thread() < C) {
-    reinterpret_cast<float*>(record + kda_plan::WS_BETA_OFFSET)[Team::thread()] = beta[Team::thread()];
+  if (paired) {
+    // each record: its gamma, its rows' beta at 0-7, zero at 8-15
+    reinterpret_cast<float*>(record + kda_plan::WS_GAMMA_OFFSET)[ch] = gamma_first;
+    reinterpret_cast<float*>(second.record + kda_plan::WS_GAMMA_OFFSET)[ch] = gamma_total;
+    if (Team::thread() < C) {
+      const int r = Team::thread();
+      u8* const own = r < HALF ? record : second.record;
+      reinterpret_cast<float*>(own + kda_plan::WS_BETA_OFFSET)[r % HALF] = beta[r];
+      reinterpret_cast<float*>(own + kda_plan::WS_BETA_OFFSET)[r % HALF + HALF] = 0.0f;
+    }
+  } else {
+    reinterpret_cast<float*>(record + kda_plan::WS_GAMMA_OFFSET)[ch] = gamma_total;
+    if (Team::thread() < C) {
+      reinterpret_cast<float*>(record + kda_plan::WS_BETA_OFFSET)[Team::thread()] = beta[Team::thread()];
+    }
   }
   Team::sync();
 
@@ -146,10 +196,17 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
       const int tile = lane / C;
       const int r = lane % C;
       const u8* src = tile == 0 ? kd_s + 2 * r * P::KD_PITCH : qd_s + 2 * r * P::QD_PITCH;
+      // a paired tile: row r to row r % 8 of its segment's record, zero to row r % 8 + 8
+      u8* const own = paired && r >= HALF ? second.record : record;
+      const int row = paired ? r % HALF : r;
 #pragma unroll
       for (int part = warp - 2; part < parts; part += writers / 32) {
-        const int at = tile == 0 ? record_kd_part(r, part) : record_qd_part(r, part);
-        *reinterpret_cast<uint4*>(record + at) = *reinterpret_cast<const uint4*>(src + 16 * part);
+        const int at = tile == 0 ? record_kd_part(row, part) : record_qd_part(row, part);
+        *reinterpret_cast<uint4*>(own + at) = *reinterpret_cast<const uint4*>(src + 16 * part);
+        if (paired) {
+          const int zero_at = tile == 0 ? record_kd_part(row + HALF, part) : record_qd_part(row + HALF, part);
+          *reinterpret_cast<uint4*>(own + zero_at) = make_uint4(0u, 0u, 0u, 0u);
+        }
       }
     } else {
       static_assert(RECORD_PART_MAJOR || (writers % parts == 0 && C % (writers / parts) == 0), "whole rows per pass");
@@ -185,10 +242,12 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
       for (int e = 0; e < 4; ++e) {
         const int i = g + 8 * (e >> 1);
         const int j = 8 * nj + 2 * t + (e & 1);
+        // a paired tile: only the diagonal blocks (rows and columns of one chunk)
+        const bool same = !paired || (e >> 1) == nj;
         if (warp == 0) {
-          lmat[i * P::LMAT_PITCH + j] = i > j ? beta[i] * prod[nj][e] : 0.0f;
+          lmat[i * P::LMAT_PITCH + j] = i > j && same ? beta[i] * prod[nj][e] : 0.0f;
         } else {
-          prod[nj][e] = i >= j ? prod[nj][e] : 0.0f;
+          prod[nj][e] = i >= j && same ? prod[nj][e] : 0.0f;
         }
       }
       if (warp == 1 && !RECORD_FOLDS_T) {
@@ -249,7 +308,8 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
   }
   if constexpr (RECORD_FOLDS_T) {
     Team::sync();
-    fold_t_into_update(record, krt_tile(smem, stage), tt_tile(smem, stage), mqk_a, warp == 1, warp);
+    fold_t_into_update(record, krt_tile(smem, stage), tt_tile(smem, stage), mqk_a, warp == 1, warp,
+                       paired ? second.record : nullptr);
   }
 }
 

@@ -44,7 +44,7 @@ __device__ __forceinline__ int krt_pitch() {
 __device__ __forceinline__ int tt_pitch() {
   return 0;
 }
-__device__ __forceinline__ void fold_t_into_update(u8*, const u8*, const u8*, const u32 (&)[4], bool, int) {}
+__device__ __forceinline__ void fold_t_into_update(u8*, const u8*, const u8*, const u32 (&)[4], bool, int, u8* = nullptr) {}
 
 } // namespace frag
 } // namespace kda

@@ -32,39 +32,71 @@
 namespace kda {
 namespace frag {
 
-// Where the prepare group is in the CTA's sequence of chunks: chunk c of
-// work item `item` (head h, sequence seq), whose first chunk is at ring
-// position item_at. Kept small: two of them are live across a chunk's prepare.
+// One chunk of the CTA's sequence of chunks: chunk c of a work item (head
+// h, sequence seq), at ring position `at`.
 struct PrepareCursor {
   SequenceSpan seq;
-  i64 item;
-  i64 item_at;
+  i64 at;
   i64 c;
   int h;
   bool exists;
-  __device__ __forceinline__ i64 at() const { return item_at + c; }
 };
 
-// The chunk at ring position `at`, searching from work item `item` whose
-// first chunk is at `item_at` (items of no chunks skipped). Whole warp.
-__device__ __forceinline__ PrepareCursor find_chunk(const kda_plan::KdaParams& p, i64 at, i64 item, i64 item_at) {
+// The prepare group's walk over the CTA's items (uniform over the group):
+// the item of the last chunk taken, its first ring position, its chunks and
+// how many were taken, and the work of the next two items, looked up two
+// items ahead so that their dependent loads (the sequence order, then the
+// offsets) are in flight while a tile is prepared, not on its chain.
+struct PrepareWalk {
+  i64 item;
+  i64 item_at;
+  i64 chunks;
+  i64 taken;
+  RecurrenceWork w;
+  RecurrenceWork ahead[2]; // items item + grid, item + 2 grid
+};
+
+__device__ __forceinline__ PrepareWalk start_walk(const kda_plan::KdaParams& p) {
+  const i64 items = persistent_items(p);
+  PrepareWalk walk{};
+  walk.item = static_cast<i64>(blockIdx.x) - gridDim.x; // before the CTA's first item
+  for (int k = 0; k < 2; ++k) {
+    const i64 item = blockIdx.x + static_cast<i64>(k) * gridDim.x;
+    if (item < items) {
+      walk.ahead[k] = persistent_work(p, item);
+    }
+  }
+  return walk;
+}
+
+// The next chunk of the walk (items of no chunks skipped; exists false past
+// the CTA's last). Whole warp (persistent_work may shuffle).
+__device__ __forceinline__ PrepareCursor take_chunk(const kda_plan::KdaParams& p, PrepareWalk& walk) {
   const i64 items = persistent_items(p);
   PrepareCursor cur{};
-  for (; item < items; item += gridDim.x) {
-    const RecurrenceWork w = persistent_work(p, item);
-    const i64 chunks = chunks_of(w.seq.length);
-    if (at < item_at + chunks) {
-      cur.seq = w.seq;
-      cur.item = item;
-      cur.item_at = item_at;
-      cur.c = at - item_at;
-      cur.h = w.h;
-      cur.exists = true;
-      return cur;
+  while (walk.taken >= walk.chunks) {
+    walk.item_at += walk.chunks;
+    walk.item += gridDim.x;
+    if (walk.item >= items) {
+      walk.chunks = 0;
+      walk.taken = 0;
+      return cur; // exists false
     }
-    item_at += chunks;
+    walk.w = walk.ahead[0];
+    walk.ahead[0] = walk.ahead[1];
+    const i64 later = walk.item + 2 * static_cast<i64>(gridDim.x);
+    if (later < items) {
+      walk.ahead[1] = persistent_work(p, later);
+    }
+    walk.chunks = chunks_of(walk.w.seq.length);
+    walk.taken = 0;
   }
-  cur.exists = false;
+  cur.seq = walk.w.seq;
+  cur.at = walk.item_at + walk.taken;
+  cur.c = walk.taken;
+  cur.h = walk.w.h;
+  cur.exists = true;
+  ++walk.taken;
   return cur;
 }
 
@@ -78,70 +110,191 @@ __device__ __forceinline__ PrepareChunk chunk_at(const PrepareCursor& cur) {
   return pc;
 }
 
-// The per-head and per-row values a chunk's prepare reads from global
-// memory besides its rows: exp(A_log), dt_bias of the thread's column,
-// sigmoid(beta) of row `thread` (threads 0-15), issued a chunk ahead.
+// What the prepare group takes as one tile: one chunk, or two work items of
+// one chunk of at most 8 rows each (rows 0-7 and 8-15 of the tile, two
+// records; common/prepare_step's paired tile), which halves the prepare
+// chains of calls of many short sequences.
+struct PrepareTile {
+  PrepareCursor a;
+  PrepareCursor b; // b.exists: a paired tile
+};
+
+constexpr int k_pair_rows = kda_plan::CHUNK_SIZE / 2;
+
+__device__ __forceinline__ bool pairable(i64 length) {
+  return length >= 1 && length <= k_pair_rows;
+}
+
+// The next tile of the walk: its next chunk, and the item after it where
+// both are one chunk of at most 8 rows (the second judged by the walk's
+// look-ahead: an item of no chunks in between ends the pair). Whole warp.
+__device__ __forceinline__ PrepareTile take_tile(const kda_plan::KdaParams& p, PrepareWalk& walk) {
+  PrepareTile t;
+  t.a = take_chunk(p, walk);
+  t.b.exists = false;
+  const bool last_of_item = walk.taken >= walk.chunks;
+  const bool more = walk.item + gridDim.x < persistent_items(p);
+  if (t.a.exists && pairable(t.a.seq.length) && last_of_item && more && pairable(walk.ahead[0].seq.length)) {
+    t.b = take_chunk(p, walk);
+  }
+  return t;
+}
+
+// The per-head and per-row values a tile's prepare reads from global memory
+// besides its rows: exp(A_log) and dt_bias of the thread's column for each
+// chunk of the tile, sigmoid(beta) of tile row `thread` (threads 0-15),
+// issued a tile ahead.
 struct PrepareScalars {
   float a_scale;
   float bias;
+  float a_scale_b;
+  float bias_b;
   float beta;
 };
 
 template <class Team>
-__device__ __forceinline__ PrepareScalars load_scalars(const kda_plan::KdaParams& p, const PrepareCursor& cur) {
+__device__ __forceinline__ PrepareScalars load_scalars(const kda_plan::KdaParams& p, const PrepareTile& tile) {
   const int t = Team::thread();
-  const int h = cur.h;
-  PrepareScalars sc;
-  sc.a_scale = __expf(p.a_log[h]);
-  sc.bias = p.dt_bias[h * kda_plan::HEAD_DIM + t];
-  sc.beta = t < kda_plan::CHUNK_SIZE ? chunk_row_beta(p, chunk_at(cur), h, t) : 0.0f;
+  PrepareScalars sc{};
+  sc.a_scale = __expf(p.a_log[tile.a.h]);
+  sc.bias = p.dt_bias[tile.a.h * kda_plan::HEAD_DIM + t];
+  if (tile.b.exists) {
+    sc.a_scale_b = __expf(p.a_log[tile.b.h]);
+    sc.bias_b = p.dt_bias[tile.b.h * kda_plan::HEAD_DIM + t];
+    sc.beta = t < k_pair_rows                ? chunk_row_beta(p, chunk_at(tile.a), tile.a.h, t)
+              : t < kda_plan::CHUNK_SIZE     ? chunk_row_beta(p, chunk_at(tile.b), tile.b.h, t - k_pair_rows)
+                                             : 0.0f;
+  } else {
+    sc.beta = t < kda_plan::CHUNK_SIZE ? chunk_row_beta(p, chunk_at(tile.a), tile.a.h, t) : 0.0f;
+  }
   return sc;
 }
 
+// A tile's q, k, g rows into the raw tiles of scratch set `scratch` (16-byte
+// cp.async, rows past a chunk's end zero-filled): a paired tile's rows 0-7
+// from its first chunk, 8-15 from its second; no commit.
+template <class Rows, class Team>
+__device__ __forceinline__ void load_tile_rows(const kda_plan::KdaParams& p, const PrepareTile& tile, u8* smem,
+                                               int scratch) {
+  namespace P = kda_plan::prepare;
+  constexpr int D = kda_plan::HEAD_DIM;
+  constexpr int parts = 2 * D / 16;
+  static_assert(Team::threads() / parts == k_pair_rows, "one pass per half of the tile");
+  const void* const inputs[3] = {p.q, p.k, p.g};
+  const int offsets[3] = {P::Q_RAW_OFFSET, P::K_RAW_OFFSET, P::G_RAW_OFFSET};
+  const i64 token_pitch = static_cast<i64>(p.heads) * D;
+  const int part = Team::thread() % parts;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    // half 1: the second chunk's rows 0-7, or the one chunk's rows 8-15
+    const PrepareCursor& cur = half == 1 && tile.b.exists ? tile.b : tile.a;
+    const PrepareChunk c = chunk_at(cur);
+    const int r = Team::thread() / parts + half * k_pair_rows; // tile row
+    const int src_row = tile.b.exists ? r - half * k_pair_rows : r;
+    const bool ok = src_row < c.valid;
+    const i64 first = ((c.seq.start + c.row0 + src_row) * token_pitch + static_cast<i64>(cur.h) * D) * 2 + 16 * part;
+#pragma unroll
+    for (int x = 0; x < 3; ++x) {
+      u8* const tile_x = prepare_buffer(smem, scratch, offsets[x], 1);
+      cp_async_16(tile_x + Rows::at(r, 8 * part), reinterpret_cast<const u8*>(inputs[x]) + (ok ? first : 0), ok);
+    }
+  }
+}
+
+// What a tile's prepare needs once its rows and scalars are on their way
+// (the cursors are not kept live across the chain): its first chunk's ring
+// position and valid rows, the second chunk's valid rows (0: not paired).
+struct TileWork {
+  i64 at;
+  int valid;
+  int valid_b;
+};
+
+__device__ __forceinline__ TileWork tile_work(const PrepareTile& t) {
+  TileWork w;
+  w.at = t.a.at;
+  w.valid = chunk_at(t.a).valid;
+  w.valid_b = t.b.exists ? chunk_at(t.b).valid : 0;
+  return w;
+}
+
 // The prepare group (Team: the four prepare warps, named barrier 1): every
-// chunk of the CTA, in ring order, into its slot's record.
+// chunk of the CTA, in ring order, into its slot's record, two one-chunk
+// items of at most 8 rows at a time where they follow each other. A tile's
+// rows and its working tiles (the raw tiles and the operands in their bytes)
+// are in the stage buffers of ring slot 0 or 1, alternately (scratch sets
+// that no other role reads), so the next tile's rows load while one is
+// prepared; a chunk's record waits only for its own slot.
 template <class Team>
 __device__ __forceinline__ void prepare_records_fused(const kda_plan::KdaParams& p, u8* smem) {
   namespace F = kda_plan::main;
   using Rows = PaddedRows<F::Q_RAW_PITCH>;
+  static_assert(F::STAGES >= 2, "two scratch sets in the ring's stage buffers");
   u64* const full = reinterpret_cast<u64*>(smem + F::FULL_OFFSET);
   u64* const empty = reinterpret_cast<u64*>(smem + F::EMPTY_OFFSET);
-  PrepareCursor cur = find_chunk(p, 0, blockIdx.x, 0);
-  if (!cur.exists) {
-    return;
+  PrepareWalk walk = start_walk(p);
+  TileWork cur;
+  PrepareScalars sc;
+  {
+    const PrepareTile first = take_tile(p, walk);
+    if (!first.a.exists) {
+      return;
+    }
+    sc = load_scalars<Team>(p, first);
+    load_tile_rows<Rows, Team>(p, first, smem, 0);
+    cp_async_commit();
+    cur = tile_work(first);
   }
-  PrepareScalars sc = load_scalars<Team>(p, cur);
-  int slot = free_ring_slot(empty, cur.at());
-  load_chunk_rows<Rows, Team>(p, chunk_at(cur), cur.h, smem, slot);
-  cp_async_commit();
+  int scratch = 0;
   while (true) {
-    // the next chunk: its scalars, its slot (chunk next.at - STAGES left it), its rows
-    const PrepareCursor next = find_chunk(p, cur.at() + 1, cur.item, cur.item_at);
+    // the next tile: its scalars and rows, into the other scratch set (its
+    // last reader, the tile before this one, passed the barriers below)
     PrepareScalars next_scalars{};
-    int next_slot = 0;
-    if (next.exists) {
-      next_scalars = load_scalars<Team>(p, next);
-      next_slot = free_ring_slot(empty, next.at());
-      load_chunk_rows<Rows, Team>(p, chunk_at(next), next.h, smem, next_slot);
+    TileWork next{};
+    bool more = false;
+    {
+      const PrepareTile t = take_tile(p, walk);
+      more = t.a.exists;
+      if (more) {
+        next_scalars = load_scalars<Team>(p, t);
+        load_tile_rows<Rows, Team>(p, t, smem, scratch ^ 1);
+        next = tile_work(t);
+      }
     }
     cp_async_commit();
-    cp_async_wait<1>(); // this chunk's rows
+    const int slot = free_ring_slot(empty, cur.at);
+    const int slot_b = cur.valid_b > 0 ? free_ring_slot(empty, cur.at + 1) : slot;
+    cp_async_wait<1>(); // this tile's rows
     Team::sync();
-    u8* const slot_base = smem + slot * F::STAGE_BYTES;
+    u8* const record = smem + slot * F::STAGE_BYTES + F::RECORD_OFFSET;
+    SecondChunk second;
+    if (cur.valid_b > 0) {
+      second.exists = true;
+      second.valid = cur.valid_b;
+      second.a_scale = sc.a_scale_b;
+      second.bias = sc.bias_b;
+      second.record = smem + slot_b * F::STAGE_BYTES + F::RECORD_OFFSET;
+    }
+    PrepareChunk chunk;
+    chunk.valid = cur.valid;
+    chunk.exists = true;
     const float row_beta = sc.beta;
-    prepare_one_chunk<Team>(p, chunk_at(cur), smem, slot, sc.a_scale, sc.bias, [row_beta] { return row_beta; },
-                            [slot_base] { return slot_base + F::RECORD_OFFSET; });
-    fence_async_shared(); // the record is read by wgmma (the async proxy)
+    prepare_one_chunk<Team, true>(p, chunk, smem, scratch, sc.a_scale, sc.bias, [row_beta] { return row_beta; },
+                                  [record] { return record; }, second);
+    fence_async_shared(); // the records are read by wgmma (the async proxy)
     Team::sync();         // every thread's record writes are done
     if (Team::thread() == 0) {
       mbarrier_arrive(full + slot);
+      if (cur.valid_b > 0) {
+        mbarrier_arrive(full + slot_b);
+      }
     }
-    if (!next.exists) {
+    if (!more) {
       break;
     }
     cur = next;
     sc = next_scalars;
-    slot = next_slot;
+    scratch ^= 1;
   }
   cp_async_wait_all();
 }
@@ -164,7 +317,15 @@ __device__ __forceinline__ void fused_persistent(const kda_plan::KdaParams& p) {
   __syncthreads(); // the last CTA-wide barrier: from here on the roles only meet at mbarriers
   wait_prior_grid(); // packed layouts: the sequence table is the chunk-offsets kernel's
   if (warp >= F::PREPARE_FIRST_WARP) {
-    prepare_records_fused<WarpGroupTeam<F::PREPARE_FIRST_WARP, 1>>(p, smem); // registers as launched
+    // the entry count (plan_launch: the roles' total over the threads, rounded up to 8)
+    constexpr int roles_total = 32 * (F::MMA_WARPS * F::MMA_REGISTERS + F::PRODUCER_WARPS * F::PRODUCER_REGISTERS +
+                                      F::PREPARE_WARPS * F::PREPARE_REGISTERS);
+    constexpr int threads = 32 * (F::MMA_WARPS + F::PRODUCER_WARPS + F::PREPARE_WARPS);
+    constexpr int entry_registers = (roles_total + threads * 8 - 1) / (threads * 8) * 8;
+    if constexpr (F::PREPARE_REGISTERS > entry_registers) {
+      setmaxnreg_inc<F::PREPARE_REGISTERS>(); // the whole prepare group
+    }
+    prepare_records_fused<WarpGroupTeam<F::PREPARE_FIRST_WARP, 1>>(p, smem);
     return;
   }
   if (warp >= F::PRODUCER_FIRST_WARP) {

@@ -31,9 +31,10 @@ bool token_kernel_on_sm80(const std::string& schedule, const std::string& target
 }
 
 // sm90_wgmma_c16_fused: the prepare group's loop (the prepare kernel's step
-// on runtime ring slots, with the next chunk's cursor live across it) spills
-// up to 32 bytes at the entry count of 128 registers; the design is not routed
-// (docs/bench/CURRENT.md, "The prepare inside the persistent CTA").
+// on paired tiles, with the next tile's scalars and the walk's look-ahead live
+// across it) spills 8 bytes at the entry count of 128 registers in the packed
+// layout without checkpoints (docs/bench/CURRENT.md, "The prepare inside the
+// persistent CTA").
 bool fused_persistent_prepare(const std::string& schedule) {
   return schedule == "sm90_wgmma_c16_fused";
 }
@@ -43,14 +44,14 @@ int allowed_stack_frame(const std::string& schedule, const std::string& target) 
     return 256;
   }
   if (fused_persistent_prepare(schedule)) {
-    return 32;
+    return 8;
   }
   return schedule == "sm120_c32" && (target == "sm_120a" || target == "sm_120") ? 8 : 0;
 }
 
 int allowed_spill_bytes(const std::string& schedule, const std::string& target) {
   if (fused_persistent_prepare(schedule)) {
-    return 32;
+    return 8;
   }
   return token_kernel_on_sm80(schedule, target) ? 512 : 0;
 }

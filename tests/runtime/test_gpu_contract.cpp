@@ -161,7 +161,8 @@ TEST_CASE("gpu contract: results do not depend on seq_order (bit-identical)", "[
 // them). Same arithmetic as the direct grid, so the same bits, with pools,
 // checkpoints and the caller's seq_order; and a fixed layout with an fp32
 // state. The fused chunk-16 design (wgmma/fused_persistent) forms the same
-// records inside the CTA, one chunk per prepare warp: the same bits again.
+// records inside the CTA, two short sequences' chunks per tile where it can:
+// the same bits again.
 TEST_CASE("gpu contract: the persistent grid gives the direct grid's bits over many work items per CTA",
           "[gpu][contract]") {
   std::mt19937_64 rng(401);
@@ -202,4 +203,17 @@ TEST_CASE("gpu contract: the persistent grid gives the direct grid's bits over m
     f.seed = 404;
     same_bits(f, direct, "fixed B300 T40 H2 fp32");
   }
+  // many sequences of at most 8 tokens: the fused design prepares two of
+  // them per tile (rows 0-7 and 8-15), with their records as the prepare
+  // kernel writes them one by one
+  std::vector<std::int64_t> short_lengths;
+  for (int i = 0; i < 700; ++i) {
+    short_lengths.push_back(static_cast<std::int64_t>(rng() % 11));
+  }
+  ContractCase s;
+  s.spec = packed(short_lengths, 3);
+  s.pool_slots = 720;
+  s.checkpoint_every = 16;
+  s.seed = 405;
+  same_bits(s, "sm90_wgmma_c16", "packed 700 seqs (0..10) H3 bf16 pool, checkpoints");
 }

@@ -246,7 +246,7 @@ TEST_CASE("router: unmeasured GPUs borrow their CC's measured table, the class b
     const RouteDecision r = route(shipped_schedules(), on(10, 0, 148), p, request);
     CHECK(r.source == RouteSource::static_preference);
     CHECK(r.schedule->name == "portable_c16");
-    CHECK_THAT(r.explanation, Contains("tuning table: no entry for CC 10.0 / few_short (nor few); static preference: portable_c16"));
+    CHECK_THAT(r.explanation, Contains("tuning table: no entry for CC 10.0 / few_tiny (nor few_short, few); static preference: portable_c16"));
   }
 }
 
@@ -654,13 +654,19 @@ TEST_CASE("router: a shipped design no GPU has run yet is taken only when asked 
           "[runtime][router]") {
   const DeviceDescription h200 = device(9, 0);
   ProblemShape many_short = problem(LayoutKind::packed, true);
-  many_short.num_seqs = 1024;
-  many_short.total_tokens = 8 * 1024;
-  many_short.heads = 96;
-  many_short.beta_token_stride = 96;
+  many_short.num_seqs = 256;
+  many_short.total_tokens = 64 * 256;
+  many_short.heads = 32;
+  many_short.beta_token_stride = 32;
+  ProblemShape many_tiny = many_short;
+  many_tiny.num_seqs = 1024;
+  many_tiny.total_tokens = 8 * 1024;
+  many_tiny.heads = 96;
+  many_tiny.beta_token_stride = 96;
   // the shipped persistent-grid designs ran on CC 9.0 hardware; the measured
-  // table takes sm90_wgmma_c16_persistent for many short sequences
-  for (const char* name : {"sm90_wgmma_c16_persistent", "sm90_wgmma_c32_persistent"}) {
+  // table takes sm90_wgmma_c16_persistent for many short sequences and
+  // sm90_wgmma_c16_fused for many tiny ones
+  for (const char* name : {"sm90_wgmma_c16_persistent", "sm90_wgmma_c32_persistent", "sm90_wgmma_c16_fused"}) {
     INFO(name);
     CHECK(shipped(name).hardware_verified);
     CHECK(verified_on_hardware(shipped(name), test::target_named("sm_90a")));
@@ -670,6 +676,9 @@ TEST_CASE("router: a shipped design no GPU has run yet is taken only when asked 
   const RouteDecision measured = route(shipped_schedules(), h200, many_short, shipped_table);
   CHECK(measured.schedule->name == "sm90_wgmma_c16_persistent");
   CHECK_THAT(measured.explanation, Contains("sm90_wgmma_c16_persistent for cc9.0-sm132 / many_short"));
+  const RouteDecision tiny = route(shipped_schedules(), h200, many_tiny, shipped_table);
+  CHECK(tiny.schedule->name == "sm90_wgmma_c16_fused");
+  CHECK_THAT(tiny.explanation, Contains("sm90_wgmma_c16_fused for cc9.0-sm132 / many_tiny"));
   // the same designs marked as never run (hardware_verified false): neither
   // the static preference nor the measured table takes them
   std::vector<Schedule> unverified = shipped_schedules();
@@ -685,7 +694,7 @@ TEST_CASE("router: a shipped design no GPU has run yet is taken only when asked 
   CHECK_THAT(automatic.explanation, Contains("not self-tested here (kdajit selftest): ranked last"));
   TuningTable table;
   const std::string key = tuning_device_key(9, 0, 132);
-  table.set(key, shape_class(1024 * 96, 132, 8), "sm90_wgmma_c32_persistent");
+  table.set(key, shape_class(256 * 32, 132, 64), "sm90_wgmma_c32_persistent");
   RouteRequest tuned;
   tuned.tuning = &table;
   CHECK(route(unverified, h200, many_short, tuned).schedule->name != "sm90_wgmma_c32_persistent");

@@ -51,18 +51,28 @@ TEST_CASE("shape classes follow how the (sequence x head) pairs fill the SMs", "
   CHECK(shape_class(264, 132, 1024) == ShapeClass::two_waves);
   CHECK(shape_class(265, 132, 1024) == ShapeClass::many);
   // 1,024 x 8 and 8 x 1,024 tokens at H96: the same tokens, other classes
-  CHECK(shape_class(1024 * 96, 132, average_tokens(8192, 1024)) == ShapeClass::many_short);
+  CHECK(shape_class(1024 * 96, 132, average_tokens(8192, 1024)) == ShapeClass::many_tiny);
+  CHECK(shape_class(265, 132, k_tiny_sequence_tokens) == ShapeClass::many_tiny);
+  CHECK(shape_class(265, 132, k_tiny_sequence_tokens + 1) == ShapeClass::many_short);
+  CHECK(shape_class(100, 132, 1) == ShapeClass::one_wave_tiny);
   CHECK(shape_class(8 * 96, 132, average_tokens(8192, 8)) == ShapeClass::many);
   CHECK(shape_class(265, 132, k_short_sequence_tokens) == ShapeClass::many_short);
   CHECK(shape_class(265, 132, k_short_sequence_tokens + 1) == ShapeClass::many);
   CHECK(shape_class(8, 132, 16) == ShapeClass::few_short);
   CHECK(average_tokens(100, 0) == 0);
   for (ShapeClass c : all_shape_classes()) {
-    CHECK(short_sequences(c) == (to_string(c).find("_short") != std::string_view::npos));
+    const std::string_view name = to_string(c);
+    CHECK(short_sequences(c) ==
+          (name.find("_short") != std::string_view::npos || name.find("_tiny") != std::string_view::npos));
+    CHECK_FALSE(short_sequences(longer_sequence_class(longer_sequence_class(c))));
     CHECK_FALSE(short_sequences(long_sequence_class(c)));
   }
   CHECK(long_sequence_class(ShapeClass::two_waves_short) == ShapeClass::two_waves);
-  CHECK(all_shape_classes().size() == 8);
+  CHECK(long_sequence_class(ShapeClass::two_waves_tiny) == ShapeClass::two_waves);
+  CHECK(longer_sequence_class(ShapeClass::many_tiny) == ShapeClass::many_short);
+  CHECK(longer_sequence_class(ShapeClass::many_short) == ShapeClass::many);
+  CHECK(longer_sequence_class(ShapeClass::many) == ShapeClass::many);
+  CHECK(all_shape_classes().size() == 12);
   CHECK(tuning_device_key(9, 0, 132) == "cc9.0-sm132");
 }
 
@@ -106,14 +116,14 @@ TEST_CASE("routing follows the tuning table among eligible schedules", "[runtime
   const RouteDecision borrowed_short = route(shipped_schedules(), h200(), short_problem(1, 96, 8), request);
   CHECK(borrowed_short.schedule->name == "portable_c16_w8");
   CHECK_THAT(borrowed_short.explanation,
-             Contains("tuning table: portable_c16_w8 for cc9.0-sm132 / one_wave (no one_wave_short entry)"));
+             Contains("tuning table: portable_c16_w8 for cc9.0-sm132 / one_wave (no one_wave_tiny or one_wave_short entry)"));
   t.set("cc9.0-sm132", ShapeClass::one_wave_short, "portable_c16_m64");
   const RouteDecision measured_short = route(shipped_schedules(), h200(), short_problem(1, 96, 64), request);
   CHECK(measured_short.schedule->name == "portable_c16_m64");
   CHECK_THAT(measured_short.explanation, Contains("tuning table: portable_c16_m64 for cc9.0-sm132 / one_wave_short\n"));
   CHECK(route(shipped_schedules(), h200(), short_problem(1, 96, 65), request).schedule->name == "portable_c16_w8");
   const RouteDecision few_short = route(shipped_schedules(), h200(), short_problem(1, 8, 8), request);
-  CHECK_THAT(few_short.explanation, Contains("no entry for CC 9.0 / few_short (nor few); static preference"));
+  CHECK_THAT(few_short.explanation, Contains("no entry for CC 9.0 / few_tiny (nor few_short, few); static preference"));
   // An explicit request wins over the table.
   RouteRequest forced = request;
   forced.schedule = "portable_c16";

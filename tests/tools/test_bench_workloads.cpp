@@ -31,9 +31,10 @@ TEST_CASE("bench workloads: the shape classes of an H200 (132 SMs)", "[tools][be
         std::vector<std::string>{"h32_uniform_8x4096"});
   CHECK(names(workloads_in_class(ShapeClass::many, 132, 32768)) ==
         std::vector<std::string>{"h96_mixed", "h96_uniform_8x1024", "h64_mixed", "h64_uniform_8x1024"});
-  CHECK(names(workloads_in_class(ShapeClass::many_short, 132, 32768)) ==
-        std::vector<std::string>{"h96_packed_1024x8", "h32_packed_256x64"});
+  CHECK(names(workloads_in_class(ShapeClass::many_short, 132, 32768)) == std::vector<std::string>{"h32_packed_256x64"});
+  CHECK(names(workloads_in_class(ShapeClass::many_tiny, 132, 32768)) == std::vector<std::string>{"h96_packed_1024x8"});
   CHECK(workloads_in_class(ShapeClass::few_short, 132, 32768).empty());
+  CHECK(workloads_in_class(ShapeClass::few_tiny, 132, 32768).empty());
   // the token bound keeps H64 fixed 65536 out of a tune; without it it is "few"
   CHECK(names(workloads_in_class(ShapeClass::few, 132, 65536)).size() == 4);
   // every workload lands in exactly one class

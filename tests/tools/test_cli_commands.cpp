@@ -55,18 +55,27 @@ TEST_CASE("route explains the choice on a simulated device", "[tools][cli]") {
   CHECK_THAT(other.out, Contains("tuning table (borrowed from cc9.0-sm132 for cc9.0-sm114, class by its 114 SMs): "
                                  "sm90_wgmma_c32 for cc9.0-sm132 / one_wave"));
   CHECK_THAT(other.out, Contains("chosen: sm90_wgmma_c32 on sm_90a"));
-  // 1,024 sequences of 8 tokens: the measured short-sequence entry
-  const test::CliRun short8 = test::run_kdajit({"route", "--cc", "9.0", "--sms", "132", "--heads", "96", "--layout",
-                                                "packed", "--sequences", "1024", "--tokens", "8"});
-  CHECK(short8.exit_code == tools::k_exit_ok);
-  CHECK_THAT(short8.out, Contains("1024 sequences of 8 tokens x 96 heads"));
-  CHECK_THAT(short8.out, Contains("tuning table: sm90_wgmma_c16_persistent for cc9.0-sm132 / many_short"));
-  CHECK_THAT(short8.out, Contains("chosen: sm90_wgmma_c16_persistent on sm_90a"));
-  // 16 sequences of 8 tokens x 8 heads: a short-sequence class none measured: the fill's entry, labelled
+  // 1,024 sequences of 8 tokens: the measured tiny-sequence entry; 256 of 64: the short-sequence one
+  const test::CliRun tiny8 = test::run_kdajit({"route", "--cc", "9.0", "--sms", "132", "--heads", "96", "--layout",
+                                               "packed", "--sequences", "1024", "--tokens", "8"});
+  CHECK(tiny8.exit_code == tools::k_exit_ok);
+  CHECK_THAT(tiny8.out, Contains("1024 sequences of 8 tokens x 96 heads"));
+  CHECK_THAT(tiny8.out, Contains("tuning table: sm90_wgmma_c16_fused for cc9.0-sm132 / many_tiny"));
+  CHECK_THAT(tiny8.out, Contains("chosen: sm90_wgmma_c16_fused on sm_90a"));
+  const test::CliRun short64 = test::run_kdajit({"route", "--cc", "9.0", "--sms", "132", "--heads", "32", "--layout",
+                                                 "packed", "--sequences", "256", "--tokens", "64"});
+  CHECK(short64.exit_code == tools::k_exit_ok);
+  CHECK_THAT(short64.out, Contains("tuning table: sm90_wgmma_c16_persistent for cc9.0-sm132 / many_short"));
+  // 16 sequences of 8 and of 16 tokens x 8 heads: a tiny- and a short-sequence
+  // class none measured: the fill's entry for longer sequences, labelled
   const test::CliRun few8 = test::run_kdajit({"route", "--cc", "9.0", "--sms", "132", "--heads", "8", "--layout",
                                               "packed", "--sequences", "16", "--tokens", "8"});
   CHECK(few8.exit_code == tools::k_exit_ok);
-  CHECK_THAT(few8.out, Contains("(no one_wave_short entry)"));
+  CHECK_THAT(few8.out, Contains("one_wave (no one_wave_tiny or one_wave_short entry)"));
+  const test::CliRun few16 = test::run_kdajit({"route", "--cc", "9.0", "--sms", "132", "--heads", "8", "--layout",
+                                               "packed", "--sequences", "16", "--tokens", "16"});
+  CHECK(few16.exit_code == tools::k_exit_ok);
+  CHECK_THAT(few16.out, Contains("one_wave (no one_wave_short entry)"));
   const test::CliRun b200 = test::run_kdajit({"route", "--cc", "10.0", "--sms", "148"});
   CHECK(b200.exit_code == 0);
   CHECK_THAT(b200.out, Contains("sm100_m128_c32: eligible on sm_100f"));
