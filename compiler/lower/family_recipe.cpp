@@ -226,8 +226,10 @@ FamilyRecipe wgmma_c32_recipe(const std::string& name, GridKind grid) {
 // (wgmma/fused_persistent): the persistent recurrence's buffers and roles,
 // and a "prepare" role of four warps running the prepare kernel's step
 // (common/prepare_step) on the prepare kernel's buffers: the raw tiles and
-// what aliases them per ring slot, the rest shared. Records are formed in
-// the ring slots and never reach the workspace.
+// what aliases them per ring slot (the group's two scratch sets), the rest
+// shared; the tile descriptors the first producer warp hands the group for
+// each scratch set, with their two mbarriers. Records are formed in the ring
+// slots and never reach the workspace.
 FamilyRecipe wgmma_fused_c16_persistent_recipe() {
   KernelRecipe kernel = wgmma_recurrence(16, GridKind::persistent);
   kernel.role = KernelRole::fused;
@@ -235,6 +237,15 @@ FamilyRecipe wgmma_fused_c16_persistent_recipe() {
   kernel.call = "kda::frag::fused_persistent";
   kernel.roles = {"mma", "producer", "prepare"};
   for (BufferNeed& b : prepare_c16_buffers({{"krt", DType::bf16, {{128}, {16}}}, {"tt", DType::bf16, {{16}, {16}}}})) {
+    kernel.buffers.push_back(std::move(b));
+  }
+  for (BufferNeed b : std::vector<BufferNeed>{{"tile_at", DType::i64, {{2}}},
+                                              {"tile_valid", DType::i32, {{2}, {2}}},
+                                              {"tile_gate", DType::fp32, {{2}, {2}}},
+                                              {"tile_bias", DType::fp32, {{2}, {2}, {128}}},
+                                              {"tile_beta", DType::fp32, {{2}, {16}}},
+                                              {"tile_full", DType::u64, {{2}}},
+                                              {"tile_empty", DType::u64, {{2}}}}) {
     kernel.buffers.push_back(std::move(b));
   }
   FamilyRecipe r = wgmma_c16_recipe("wgmma_fused_c16_persistent", GridKind::persistent);

@@ -32,38 +32,52 @@
 namespace kda {
 namespace frag {
 
-// One chunk of the CTA's sequence of chunks: chunk c of a work item (head
-// h, sequence seq), at ring position `at`.
+// One chunk of the CTA's sequence of chunks: the token row of its first row,
+// its ring position, its valid rows and its head.
 struct PrepareCursor {
-  SequenceSpan seq;
+  i64 row;
   i64 at;
-  i64 c;
+  int valid;
   int h;
   bool exists;
 };
 
-// The prepare group's walk over the CTA's items (uniform over the group):
-// the item of the last chunk taken, its first ring position, its chunks and
-// how many were taken, and the work of the next two items, looked up two
-// items ahead so that their dependent loads (the sequence order, then the
-// offsets) are in flight while a tile is prepared, not on its chain.
+// A work item as the walk keeps it: its sequence's first token and length,
+// its head.
+struct WalkItem {
+  i64 start;
+  i64 length;
+  int h;
+};
+
+__device__ __forceinline__ WalkItem walk_item(const kda_plan::KdaParams& p, i64 item) {
+  const RecurrenceWork w = persistent_work(p, item);
+  return WalkItem{w.seq.start, w.seq.length, w.h};
+}
+
+// The walk over the CTA's items in the MMA warps' order (items in order,
+// chunks in order): the item of the last chunk taken, its first ring
+// position, its chunks and how many were taken, and the next two items,
+// looked up two items ahead so that their dependent loads (the sequence
+// order, then the offsets) are in flight while the walker does other work.
 struct PrepareWalk {
   i64 item;
   i64 item_at;
+  WalkItem w;
+  WalkItem ahead[2]; // items item + grid, item + 2 grid
   i64 chunks;
   i64 taken;
-  RecurrenceWork w;
-  RecurrenceWork ahead[2]; // items item + grid, item + 2 grid
 };
 
 __device__ __forceinline__ PrepareWalk start_walk(const kda_plan::KdaParams& p) {
   const i64 items = persistent_items(p);
   PrepareWalk walk{};
   walk.item = static_cast<i64>(blockIdx.x) - gridDim.x; // before the CTA's first item
+#pragma unroll
   for (int k = 0; k < 2; ++k) {
     const i64 item = blockIdx.x + static_cast<i64>(k) * gridDim.x;
     if (item < items) {
-      walk.ahead[k] = persistent_work(p, item);
+      walk.ahead[k] = walk_item(p, item);
     }
   }
   return walk;
@@ -72,6 +86,7 @@ __device__ __forceinline__ PrepareWalk start_walk(const kda_plan::KdaParams& p) 
 // The next chunk of the walk (items of no chunks skipped; exists false past
 // the CTA's last). Whole warp (persistent_work may shuffle).
 __device__ __forceinline__ PrepareCursor take_chunk(const kda_plan::KdaParams& p, PrepareWalk& walk) {
+  constexpr int C = kda_plan::CHUNK_SIZE;
   const i64 items = persistent_items(p);
   PrepareCursor cur{};
   while (walk.taken >= walk.chunks) {
@@ -86,28 +101,18 @@ __device__ __forceinline__ PrepareCursor take_chunk(const kda_plan::KdaParams& p
     walk.ahead[0] = walk.ahead[1];
     const i64 later = walk.item + 2 * static_cast<i64>(gridDim.x);
     if (later < items) {
-      walk.ahead[1] = persistent_work(p, later);
+      walk.ahead[1] = walk_item(p, later);
     }
-    walk.chunks = chunks_of(walk.w.seq.length);
+    walk.chunks = chunks_of(walk.w.length);
     walk.taken = 0;
   }
-  cur.seq = walk.w.seq;
+  cur.row = walk.w.start + walk.taken * C;
   cur.at = walk.item_at + walk.taken;
-  cur.c = walk.taken;
+  cur.valid = static_cast<int>(min(static_cast<i64>(C), walk.w.length - walk.taken * C));
   cur.h = walk.w.h;
   cur.exists = true;
   ++walk.taken;
   return cur;
-}
-
-__device__ __forceinline__ PrepareChunk chunk_at(const PrepareCursor& cur) {
-  PrepareChunk pc;
-  pc.seq = cur.seq;
-  pc.chunk = cur.seq.first_chunk + cur.c;
-  pc.row0 = cur.c * kda_plan::CHUNK_SIZE;
-  pc.valid = static_cast<int>(min(static_cast<i64>(kda_plan::CHUNK_SIZE), cur.seq.length - pc.row0));
-  pc.exists = true;
-  return pc;
 }
 
 // What the prepare group takes as one tile: one chunk, or two work items of
@@ -121,10 +126,6 @@ struct PrepareTile {
 
 constexpr int k_pair_rows = kda_plan::CHUNK_SIZE / 2;
 
-__device__ __forceinline__ bool pairable(i64 length) {
-  return length >= 1 && length <= k_pair_rows;
-}
-
 // The next tile of the walk: its next chunk, and the item after it where
 // both are one chunk of at most 8 rows (the second judged by the walk's
 // look-ahead: an item of no chunks in between ends the pair). Whole warp.
@@ -132,171 +133,193 @@ __device__ __forceinline__ PrepareTile take_tile(const kda_plan::KdaParams& p, P
   PrepareTile t;
   t.a = take_chunk(p, walk);
   t.b.exists = false;
-  const bool last_of_item = walk.taken >= walk.chunks;
-  const bool more = walk.item + gridDim.x < persistent_items(p);
-  if (t.a.exists && pairable(t.a.seq.length) && last_of_item && more && pairable(walk.ahead[0].seq.length)) {
+  const bool one_short_chunk = t.a.exists && walk.chunks == 1 && t.a.valid <= k_pair_rows;
+  const bool next_short = walk.item + gridDim.x < persistent_items(p) && walk.ahead[0].length >= 1 &&
+                          walk.ahead[0].length <= k_pair_rows;
+  if (one_short_chunk && next_short) {
     t.b = take_chunk(p, walk);
   }
   return t;
 }
 
-// The per-head and per-row values a tile's prepare reads from global memory
-// besides its rows: exp(A_log) and dt_bias of the thread's column for each
-// chunk of the tile, sigmoid(beta) of tile row `thread` (threads 0-15),
-// issued a tile ahead.
-struct PrepareScalars {
-  float a_scale;
-  float bias;
-  float a_scale_b;
-  float bias_b;
-  float beta;
-};
-
-template <class Team>
-__device__ __forceinline__ PrepareScalars load_scalars(const kda_plan::KdaParams& p, const PrepareTile& tile) {
-  const int t = Team::thread();
-  PrepareScalars sc{};
-  sc.a_scale = __expf(p.a_log[tile.a.h]);
-  sc.bias = p.dt_bias[tile.a.h * kda_plan::HEAD_DIM + t];
-  if (tile.b.exists) {
-    sc.a_scale_b = __expf(p.a_log[tile.b.h]);
-    sc.bias_b = p.dt_bias[tile.b.h * kda_plan::HEAD_DIM + t];
-    sc.beta = t < k_pair_rows                ? chunk_row_beta(p, chunk_at(tile.a), tile.a.h, t)
-              : t < kda_plan::CHUNK_SIZE     ? chunk_row_beta(p, chunk_at(tile.b), tile.b.h, t - k_pair_rows)
-                                             : 0.0f;
-  } else {
-    sc.beta = t < kda_plan::CHUNK_SIZE ? chunk_row_beta(p, chunk_at(tile.a), tile.a.h, t) : 0.0f;
+// sigmoid(beta) of row r of a chunk (0 past its valid rows).
+__device__ __forceinline__ float cursor_row_beta(const kda_plan::KdaParams& p, const PrepareCursor& c, int r) {
+  if (r >= c.valid) {
+    return 0.0f; // no load past the sequence end
   }
-  return sc;
+  return sigmoid(bf16_to_float(p.beta[(c.row + r) * p.beta_token_stride + c.h]));
 }
 
-// A tile's q, k, g rows into the raw tiles of scratch set `scratch` (16-byte
-// cp.async, rows past a chunk's end zero-filled): a paired tile's rows 0-7
-// from its first chunk, 8-15 from its second; no commit.
-template <class Rows, class Team>
-__device__ __forceinline__ void load_tile_rows(const kda_plan::KdaParams& p, const PrepareTile& tile, u8* smem,
-                                               int scratch) {
-  namespace P = kda_plan::prepare;
+// The scratch sets' tile descriptors (tile_* buffers): what the first
+// producer warp hands the prepare group with each tile besides its rows.
+struct TileBuffers {
+  i64* at;       // [2]: the first chunk's ring position
+  int* valid;    // [2][2]: valid rows of the first and second chunk (0: none)
+  float* gate;   // [2][2]: exp(A_log) of each chunk's head
+  float* bias;   // [2][2][HEAD_DIM]: dt_bias of each chunk's head
+  float* beta;   // [2][CHUNK_SIZE]: sigmoid(beta) of the tile's rows
+  u64* full;     // [2]
+  u64* empty;    // [2]
+};
+
+__device__ __forceinline__ TileBuffers tile_buffers(u8* smem) {
+  namespace F = kda_plan::main;
+  static_assert(F::TILE_AT_BYTES == 2 * 8 && F::TILE_VALID_BYTES == 4 * 4 && F::TILE_GATE_BYTES == 4 * 4 &&
+                    F::TILE_BIAS_BYTES == 4 * 4 * kda_plan::HEAD_DIM &&
+                    F::TILE_BETA_BYTES == 2 * 4 * kda_plan::CHUNK_SIZE && F::TILE_FULL_BYTES == 16 &&
+                    F::TILE_EMPTY_BYTES == 16,
+                "two scratch sets' descriptors");
+  TileBuffers b;
+  b.at = reinterpret_cast<i64*>(smem + F::TILE_AT_OFFSET);
+  b.valid = reinterpret_cast<int*>(smem + F::TILE_VALID_OFFSET);
+  b.gate = reinterpret_cast<float*>(smem + F::TILE_GATE_OFFSET);
+  b.bias = reinterpret_cast<float*>(smem + F::TILE_BIAS_OFFSET);
+  b.beta = reinterpret_cast<float*>(smem + F::TILE_BETA_OFFSET);
+  b.full = reinterpret_cast<u64*>(smem + F::TILE_FULL_OFFSET);
+  b.empty = reinterpret_cast<u64*>(smem + F::TILE_EMPTY_OFFSET);
+  return b;
+}
+
+// Tile `t` (t.a.exists false: the end marker) into scratch set `set` by the
+// first producer warp: lane 0 writes the descriptor, lanes 0-15 the rows'
+// sigmoid(beta), lanes 0 and 1 the chunks' exp(A_log), every lane 4 columns
+// of each chunk's dt_bias; then the q, k, g rows by 16-byte cp.async into
+// the set's raw tiles (a paired tile's rows 0-7 from its first chunk, 8-15
+// from its second; rows past a chunk's end zero-filled); one arrival per lane
+// once its copies land and lane 0's after the warp's stores.
+__device__ __forceinline__ void write_tile(const kda_plan::KdaParams& p, const PrepareTile& t, u8* smem,
+                                           const TileBuffers& tb, int set) {
+  namespace F = kda_plan::main;
+  using Rows = PaddedRows<F::Q_RAW_PITCH>;
+  constexpr int C = kda_plan::CHUNK_SIZE;
   constexpr int D = kda_plan::HEAD_DIM;
   constexpr int parts = 2 * D / 16;
-  static_assert(Team::threads() / parts == k_pair_rows, "one pass per half of the tile");
-  const void* const inputs[3] = {p.q, p.k, p.g};
-  const int offsets[3] = {P::Q_RAW_OFFSET, P::K_RAW_OFFSET, P::G_RAW_OFFSET};
-  const i64 token_pitch = static_cast<i64>(p.heads) * D;
-  const int part = Team::thread() % parts;
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    // half 1: the second chunk's rows 0-7, or the one chunk's rows 8-15
-    const PrepareCursor& cur = half == 1 && tile.b.exists ? tile.b : tile.a;
-    const PrepareChunk c = chunk_at(cur);
-    const int r = Team::thread() / parts + half * k_pair_rows; // tile row
-    const int src_row = tile.b.exists ? r - half * k_pair_rows : r;
-    const bool ok = src_row < c.valid;
-    const i64 first = ((c.seq.start + c.row0 + src_row) * token_pitch + static_cast<i64>(cur.h) * D) * 2 + 16 * part;
-#pragma unroll
-    for (int x = 0; x < 3; ++x) {
-      u8* const tile_x = prepare_buffer(smem, scratch, offsets[x], 1);
-      cp_async_16(tile_x + Rows::at(r, 8 * part), reinterpret_cast<const u8*>(inputs[x]) + (ok ? first : 0), ok);
+  const int lane = threadIdx.x & 31;
+  if (t.a.exists) {
+    const PrepareCursor a = t.a;
+    const PrepareCursor b = t.b.exists ? t.b : t.a; // copies: a selected reference would put both in memory
+    if (lane == 0) {
+      tb.at[set] = t.a.at;
+      tb.valid[2 * set] = a.valid;
+      tb.valid[2 * set + 1] = t.b.exists ? b.valid : 0;
     }
+    if (lane < 2 && (lane == 0 || t.b.exists)) {
+      tb.gate[2 * set + lane] = __expf(p.a_log[lane == 0 ? t.a.h : t.b.h]);
+    }
+    if (lane < C) {
+      const bool second = t.b.exists && lane >= k_pair_rows;
+      tb.beta[C * set + lane] = second ? cursor_row_beta(p, b, lane - k_pair_rows) : cursor_row_beta(p, a, lane);
+    }
+#pragma unroll
+    for (int seg = 0; seg < 2; ++seg) {
+      if (seg == 0 || t.b.exists) {
+        const float* bias = p.dt_bias + (seg == 0 ? t.a.h : t.b.h) * D;
+#pragma unroll
+        for (int k = 0; k < D / 32; ++k) {
+          tb.bias[(2 * set + seg) * D + lane + 32 * k] = bias[lane + 32 * k];
+        }
+      }
+    }
+    const i64 token_pitch = static_cast<i64>(p.heads) * D;
+    u8* const set_base = smem + set * F::STAGE_BYTES;
+    const int part = lane % parts;
+#pragma unroll 1 // the warp's registers are few (the producer warpgroup's count)
+    for (int r = lane / parts; r < C; r += 32 / parts) {
+      const bool second = t.b.exists && r >= k_pair_rows;
+      const int src_row = second ? r - k_pair_rows : r;
+      const bool ok = src_row < (second ? b.valid : a.valid);
+      const i64 first = (((second ? b.row : a.row) + src_row) * token_pitch + static_cast<i64>(second ? b.h : a.h) * D) * 2 +
+                        16 * part;
+      const i64 from = ok ? first : 0;
+      const int to = Rows::at(r, 8 * part);
+      cp_async_16(set_base + F::Q_RAW_OFFSET + to, reinterpret_cast<const u8*>(p.q) + from, ok);
+      cp_async_16(set_base + F::K_RAW_OFFSET + to, reinterpret_cast<const u8*>(p.k) + from, ok);
+      cp_async_16(set_base + F::G_RAW_OFFSET + to, reinterpret_cast<const u8*>(p.g) + from, ok);
+    }
+  } else if (lane == 0) {
+    tb.valid[2 * set] = 0; // the end
+    tb.valid[2 * set + 1] = 0;
+  }
+  cp_async_arrive_noinc(tb.full + set);
+  __syncwarp(); // every lane's stores before lane 0's arrival (release)
+  if (lane == 0) {
+    mbarrier_arrive(tb.full + set);
   }
 }
 
-// What a tile's prepare needs once its rows and scalars are on their way
-// (the cursors are not kept live across the chain): its first chunk's ring
-// position and valid rows, the second chunk's valid rows (0: not paired).
-struct TileWork {
-  i64 at;
-  int valid;
-  int valid_b;
-};
-
-__device__ __forceinline__ TileWork tile_work(const PrepareTile& t) {
-  TileWork w;
-  w.at = t.a.at;
-  w.valid = chunk_at(t.a).valid;
-  w.valid_b = t.b.exists ? chunk_at(t.b).valid : 0;
-  return w;
+// The first producer warp (every lane): the CTA's chunks as the prepare
+// group takes them, tile i into scratch set i mod 2 once the group is done
+// with tile i - 2 (tile_empty), each chunk's V rows into its ring slot once
+// free; after the last tile an end marker. The walk's lookups (two items
+// ahead) and the tiles' loads are this warp's, off the prepare chain.
+__device__ __forceinline__ void produce_tiles_fused(const kda_plan::KdaParams& p, u8* smem) {
+  const TileBuffers tb = tile_buffers(smem);
+  PrepareWalk walk = start_walk(p);
+  for (i64 i = 0;; ++i) {
+    const int set = static_cast<int>(i & 1);
+    const PrepareTile t = take_tile(p, walk);
+    if (i >= 2) {
+      mbarrier_wait(tb.empty + set, static_cast<u32>(((i >> 1) - 1) & 1));
+    }
+    write_tile(p, t, smem, tb, set);
+    if (!t.a.exists) {
+      break;
+    }
+  }
+  cp_async_wait_all();
 }
 
-// The prepare group (Team: the four prepare warps, named barrier 1): every
-// chunk of the CTA, in ring order, into its slot's record, two one-chunk
-// items of at most 8 rows at a time where they follow each other. A tile's
-// rows and its working tiles (the raw tiles and the operands in their bytes)
-// are in the stage buffers of ring slot 0 or 1, alternately (scratch sets
-// that no other role reads), so the next tile's rows load while one is
-// prepared; a chunk's record waits only for its own slot.
+// The prepare group (Team: the four prepare warps, named barrier 1): each
+// tile the first producer warp hands it (scratch set i mod 2 for tile i, its
+// rows and scalars counted on tile_full), into the records of its chunks'
+// ring slots once they are free: a chunk, or two one-chunk items of at most
+// 8 rows (common/prepare_step's paired tile). Its chain holds no global
+// memory access and no lookup.
 template <class Team>
 __device__ __forceinline__ void prepare_records_fused(const kda_plan::KdaParams& p, u8* smem) {
   namespace F = kda_plan::main;
-  using Rows = PaddedRows<F::Q_RAW_PITCH>;
+  constexpr int D = kda_plan::HEAD_DIM;
   static_assert(F::STAGES >= 2, "two scratch sets in the ring's stage buffers");
   u64* const full = reinterpret_cast<u64*>(smem + F::FULL_OFFSET);
   u64* const empty = reinterpret_cast<u64*>(smem + F::EMPTY_OFFSET);
-  PrepareWalk walk = start_walk(p);
-  TileWork cur;
-  PrepareScalars sc;
-  {
-    const PrepareTile first = take_tile(p, walk);
-    if (!first.a.exists) {
-      return;
+  const TileBuffers tb = tile_buffers(smem);
+  const int ch = Team::thread();
+  for (i64 i = 0;; ++i) {
+    const int set = static_cast<int>(i & 1);
+    mbarrier_wait(tb.full + set, static_cast<u32>((i >> 1) & 1));
+    const int valid = tb.valid[2 * set];
+    if (valid == 0) {
+      break; // the end marker
     }
-    sc = load_scalars<Team>(p, first);
-    load_tile_rows<Rows, Team>(p, first, smem, 0);
-    cp_async_commit();
-    cur = tile_work(first);
-  }
-  int scratch = 0;
-  while (true) {
-    // the next tile: its scalars and rows, into the other scratch set (its
-    // last reader, the tile before this one, passed the barriers below)
-    PrepareScalars next_scalars{};
-    TileWork next{};
-    bool more = false;
-    {
-      const PrepareTile t = take_tile(p, walk);
-      more = t.a.exists;
-      if (more) {
-        next_scalars = load_scalars<Team>(p, t);
-        load_tile_rows<Rows, Team>(p, t, smem, scratch ^ 1);
-        next = tile_work(t);
-      }
-    }
-    cp_async_commit();
-    const int slot = free_ring_slot(empty, cur.at);
-    const int slot_b = cur.valid_b > 0 ? free_ring_slot(empty, cur.at + 1) : slot;
-    cp_async_wait<1>(); // this tile's rows
-    Team::sync();
+    const int valid_b = tb.valid[2 * set + 1];
+    const i64 at = tb.at[set];
+    const int slot = free_ring_slot(empty, at);
+    const int slot_b = valid_b > 0 ? free_ring_slot(empty, at + 1) : slot;
     u8* const record = smem + slot * F::STAGE_BYTES + F::RECORD_OFFSET;
     SecondChunk second;
-    if (cur.valid_b > 0) {
+    if (valid_b > 0) {
       second.exists = true;
-      second.valid = cur.valid_b;
-      second.a_scale = sc.a_scale_b;
-      second.bias = sc.bias_b;
+      second.valid = valid_b;
+      second.a_scale = tb.gate[2 * set + 1];
+      second.bias = tb.bias[(2 * set + 1) * D + ch];
       second.record = smem + slot_b * F::STAGE_BYTES + F::RECORD_OFFSET;
     }
     PrepareChunk chunk;
-    chunk.valid = cur.valid;
+    chunk.valid = valid;
     chunk.exists = true;
-    const float row_beta = sc.beta;
-    prepare_one_chunk<Team, true>(p, chunk, smem, scratch, sc.a_scale, sc.bias, [row_beta] { return row_beta; },
-                                  [record] { return record; }, second);
+    const float* const beta = tb.beta + kda_plan::CHUNK_SIZE * set;
+    prepare_one_chunk<Team, true>(p, chunk, smem, set, tb.gate[2 * set], tb.bias[2 * set * D + ch],
+                                  [beta, ch] { return beta[ch]; }, [record] { return record; }, second);
     fence_async_shared(); // the records are read by wgmma (the async proxy)
-    Team::sync();         // every thread's record writes are done
+    Team::sync();         // every thread's record writes and scratch reads are done
     if (Team::thread() == 0) {
       mbarrier_arrive(full + slot);
-      if (cur.valid_b > 0) {
+      if (valid_b > 0) {
         mbarrier_arrive(full + slot_b);
       }
+      mbarrier_arrive(tb.empty + set);
     }
-    if (!more) {
-      break;
-    }
-    cur = next;
-    sc = next_scalars;
-    scratch ^= 1;
   }
-  cp_async_wait_all();
 }
 
 __device__ __forceinline__ void fused_persistent(const kda_plan::KdaParams& p) {
@@ -307,12 +330,17 @@ __device__ __forceinline__ void fused_persistent(const kda_plan::KdaParams& p) {
                     F::PREPARE_FIRST_WARP == F::PRODUCER_FIRST_WARP + 4 && F::PREPARE_WARPS == 4,
                 "MMA warps, then a producer warpgroup of four warps, then a prepare group of four");
   static_assert(F::Q_RAW_STAGED && F::K_RAW_STAGED && F::G_RAW_STAGED && F::RECORD_STAGED,
-                "each chunk's raw rows and record in its ring slot");
+                "raw tiles per ring slot (the prepare group's scratch sets) and a record per slot");
   static_assert(F::RECORD_BYTES == kda_plan::WS_RECORD_BYTES && F::RECORD_STAGED, "a record per ring slot");
   extern __shared__ __align__(1024) u8 smem[]; // the checkpoint tile's swizzle needs 1024-byte aligned boxes
   const int warp = threadIdx.x >> 5;
   if (threadIdx.x == 0) {
-    init_persistent_barriers(smem);
+    const TileBuffers tb = tile_buffers(smem);
+    for (int set = 0; set < 2; ++set) {
+      mbarrier_init(tb.full + set, 1 + 32); // the first producer warp's lane 0, its lanes' copies
+      mbarrier_init(tb.empty + set, 1);     // the prepare group
+    }
+    init_persistent_barriers(smem); // ends with the fence that publishes the inits
   }
   __syncthreads(); // the last CTA-wide barrier: from here on the roles only meet at mbarriers
   wait_prior_grid(); // packed layouts: the sequence table is the chunk-offsets kernel's
@@ -324,6 +352,8 @@ __device__ __forceinline__ void fused_persistent(const kda_plan::KdaParams& p) {
     constexpr int entry_registers = (roles_total + threads * 8 - 1) / (threads * 8) * 8;
     if constexpr (F::PREPARE_REGISTERS > entry_registers) {
       setmaxnreg_inc<F::PREPARE_REGISTERS>(); // the whole prepare group
+    } else if constexpr (F::PREPARE_REGISTERS < entry_registers) {
+      setmaxnreg_dec<F::PREPARE_REGISTERS>();
     }
     prepare_records_fused<WarpGroupTeam<F::PREPARE_FIRST_WARP, 1>>(p, smem);
     return;
@@ -334,9 +364,9 @@ __device__ __forceinline__ void fused_persistent(const kda_plan::KdaParams& p) {
     u64* const full = reinterpret_cast<u64*>(smem + F::FULL_OFFSET);
     u64* const empty = reinterpret_cast<u64*>(smem + F::EMPTY_OFFSET);
     if (job == 0) {
-      produce_v_persistent<false, true>(p, smem, full, empty); // the V rows (no records to copy here)
+      produce_tiles_fused(p, smem); // the prepare group's tiles (no records to copy here)
     } else if (job == 1) {
-      produce_v_persistent<true, false>(p, smem, full, empty); // the states' rows
+      produce_v_persistent<true, true>(p, smem, full, empty); // the states' rows and the V rows
     } else {
       produce_persistent_rows(p, smem, job);
     }
