@@ -8,24 +8,26 @@
 // the prepare kernel, read back by the recurrence) and the prepare kernel's
 // own time are most of what is left beside the state's bytes.
 //
-// The prepare role: one group of four warps (a warpgroup keeping the entry
-// register count), one thread per key column, prepares the CTA's chunks in
-// the order the MMA warps take them (items in order, chunks in order) with
-// the prepare kernel's own step (common/prepare_step: prepare_one_chunk,
-// its team meeting at named barrier 1 instead of the CTA barrier; the fold
-// of wgmma/fold_c16), so the records have the prepare kernel's bits. Each
-// chunk's raw q, k, g rows go into its ring slot (the raw tiles are stage
-// buffers, beside the record and V), so that the rows of chunk i + 1 are in
-// flight while chunk i is prepared; the split lows, L and T^T are shared.
-// Per chunk: find the next chunk and issue its scalars' loads (exp(A_log),
-// dt_bias, beta), wait for its slot to be free and cp.async its rows, then
-// prepare this chunk into its slot's record, fence the writes for the async
-// proxy (the MMA warps' wgmma reads them) and arrive on the slot's full
-// barrier in place of the record's bulk copy.
+// The prepare role: one group of four warps (a warpgroup), one thread per
+// key column, prepares the CTA's chunks in the order the MMA warps take them
+// (items in order, chunks in order) with the prepare kernel's own step
+// (common/prepare_step: prepare_one_chunk, its team meeting at named barrier
+// 1 instead of the CTA barrier; the fold of wgmma/fold_c16), so the records
+// have the prepare kernel's bits. It takes them as tiles: one chunk, or two
+// consecutive work items of one chunk of at most 8 rows each, prepared
+// together as rows 0-7 and 8-15 of one 16-row tile and written as two
+// records (the step's paired tile), which halves the chains of calls of many
+// tiny sequences. Per tile: wait for its scratch set, wait for its chunks'
+// ring slots to be free, prepare it into their records, fence the writes for
+// the async proxy (the MMA warps' wgmma reads them) and arrive on the slots'
+// full barriers in place of the records' bulk copies, and free the set.
 // The producer warpgroup's first warp, which copies records in the
-// decomposed design, loads the V rows here, so that the second one only
-// brings the states' rows (each its own order of waits: a state tile frees
-// once per item, a ring slot once per chunk).
+// decomposed design, walks the CTA's items here (looked up two items ahead)
+// and hands the group each tile in one of two scratch sets (the raw tiles
+// and the operands in their bytes, which are stage buffers of ring slots 0
+// and 1; a descriptor with the tile's ring position, valid rows, exp(A_log),
+// dt_bias and sigmoid(beta)): the prepare chain holds no lookup and no
+// global load. The second producer warp loads the states' and the V rows.
 // Uses kda_plan::main (= kda_plan::recurrence and kda_plan::prepare,
 // wgmma/fused_persistent_names), common/prepare_step and what
 // wgmma/recurrence_persistent uses.
