@@ -65,8 +65,9 @@ TEST_CASE("gpu prefill: gate extremes at lower_bound -5", "[gpu][prefill]") {
 }
 
 // The fused persistent design (sm90_wgmma_c16_fused) prepares its chunks
-// inside the recurrence's CTA, one warp per chunk: the same gate extremes and
-// one-token sequences at fast decay, and many short sequences per CTA.
+// inside the recurrence's CTA, one four-warp group per tile (two sequences of
+// at most 8 tokens share one): the same gate extremes and one-token sequences
+// at fast decay, and many short sequences per CTA, most of them paired.
 TEST_CASE("gpu prefill: the fused persistent design at the gate extremes and on short sequences", "[gpu][prefill]") {
   const std::optional<std::string> fused("sm90_wgmma_c16_fused");
   run({"fused: g=-8 fixed B1 T2048 H2", fixed(1, 2048, 2, GateDistribution::all_minus_8), GpuStateMode::inplace_bf16,
