@@ -85,8 +85,9 @@ usage:
       CC 12.x, labelled where it falls back, tuning table: measured, borrowed
       from the nearest measured device of the CC, or the static preference;
       the shape class from the sequence x head pairs and --tokens per
-      sequence, default 1024: at most 64 is a short-sequence class, which
-      takes its fill's entry, labelled, where none was measured);
+      sequence, default 1024: at most 64 is a short-sequence class, at
+      most 8 a tiny one, each taking its fill's entry one tier longer,
+      labelled, where none was measured);
       --pool, --seq-order, --checkpoint-every: a call with a state pool, its
       own sequence order, native checkpoints every P tokens.
   kdajit verify [--seqlens a,b,... | --fixed B,T] [--heads H] [--state bf16|fp32]
