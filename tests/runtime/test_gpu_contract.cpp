@@ -216,4 +216,10 @@ TEST_CASE("gpu contract: the persistent grid gives the direct grid's bits over m
   s.checkpoint_every = 16;
   s.seed = 405;
   same_bits(s, "sm90_wgmma_c16", "packed 700 seqs (0..10) H3 bf16 pool, checkpoints");
+  // the fixed layout's tiny sequences pair the same way
+  ContractCase t;
+  t.spec = fixed(500, 6, 2);
+  t.fp32_state = true;
+  t.seed = 406;
+  same_bits(t, "sm90_wgmma_c16", "fixed B500 T6 H2 fp32");
 }
