@@ -144,12 +144,14 @@ __device__ __forceinline__ PrepareTile take_tile(const kda_plan::KdaParams& p, P
   return t;
 }
 
-// sigmoid(beta) of row r of a chunk (0 past its valid rows).
-__device__ __forceinline__ float cursor_row_beta(const kda_plan::KdaParams& p, const PrepareCursor& c, int r) {
-  if (r >= c.valid) {
-    return 0.0f; // no load past the sequence end
-  }
-  return sigmoid(bf16_to_float(p.beta[(c.row + r) * p.beta_token_stride + c.h]));
+// A cursor's chunk as common/prepare_ops describes one: a sequence of its
+// own valid rows (for chunk_row_beta).
+__device__ __forceinline__ PrepareChunk chunk_of(const PrepareCursor& c) {
+  PrepareChunk pc;
+  pc.seq = SequenceSpan{c.row, c.valid, 0};
+  pc.valid = c.valid;
+  pc.exists = true;
+  return pc;
 }
 
 // The scratch sets' tile descriptors (tile_* buffers): what the first
@@ -210,7 +212,8 @@ __device__ __forceinline__ void write_tile(const kda_plan::KdaParams& p, const P
     }
     if (lane < C) {
       const bool second = t.b.exists && lane >= k_pair_rows;
-      tb.beta[C * set + lane] = second ? cursor_row_beta(p, b, lane - k_pair_rows) : cursor_row_beta(p, a, lane);
+      tb.beta[C * set + lane] =
+          second ? chunk_row_beta(p, chunk_of(b), b.h, lane - k_pair_rows) : chunk_row_beta(p, chunk_of(a), a.h, lane);
     }
 #pragma unroll
     for (int seg = 0; seg < 2; ++seg) {
@@ -251,9 +254,9 @@ __device__ __forceinline__ void write_tile(const kda_plan::KdaParams& p, const P
 
 // The first producer warp (every lane): the CTA's chunks as the prepare
 // group takes them, tile i into scratch set i mod 2 once the group is done
-// with tile i - 2 (tile_empty), each chunk's V rows into its ring slot once
-// free; after the last tile an end marker. The walk's lookups (two items
-// ahead) and the tiles' loads are this warp's, off the prepare chain.
+// with tile i - 2 (tile_empty); after the last tile an end marker. The
+// walk's lookups (two items ahead) and the tiles' loads are this warp's,
+// off the prepare chain.
 __device__ __forceinline__ void produce_tiles_fused(const kda_plan::KdaParams& p, u8* smem) {
   const TileBuffers tb = tile_buffers(smem);
   PrepareWalk walk = start_walk(p);
