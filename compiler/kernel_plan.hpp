@@ -119,8 +119,9 @@ struct ArgField {
 /// The single by-value parameter struct every entry point takes.
 struct ArgAbi {
   /// 2: ready_flags, ready_epoch, chunk_begin, chunk_major; 3: TMA tensor maps
-  /// (plans that load with TMA); 4: state pools, seq_order, checkpoints
-  int version = 4;
+  /// (plans that load with TMA); 4: state pools, seq_order, checkpoints; 5:
+  /// prepare_streams (a prepare kernel walking a persistent recurrence's items)
+  int version = 5;
   std::vector<ArgField> fields;
   std::int64_t size = 0;
   std::int64_t alignment = 8;
@@ -290,6 +291,10 @@ struct KernelPlan {
   std::vector<std::string> fragments; ///< template fragments to emit, in order
   std::vector<int> wgmma_n;           ///< wgmma m64nNk16 wrappers to emit (register A)
   std::optional<PrepareOverlapModel> prepare_overlap; ///< the prepare kernel may run beside the recurrence
+  /// Beside a persistent recurrence the prepare kernel's CTAs walk the items
+  /// of the recurrence's CTAs (prepare_streams) instead of taking one chunk
+  /// each from their grid position (runtime/prepare_overlap: the split).
+  bool prepare_walks_items = false;
   NumericsPlan numerics;
   std::optional<UmmaPlan> umma; ///< tcgen05 designs (and their sm_90a proxy)
   std::optional<TileTensorMapPlan> tile_tensor_maps; ///< whole chunks loaded with TMA

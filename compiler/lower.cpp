@@ -39,6 +39,8 @@ KernelPlan lower(const ValidatedSchedule& v, const ShapeKey& shape) {
   check_record_image(v, plan.workspace);
   plan.wgmma_n = recipe.wgmma_n;
   plan.prepare_overlap = plan_prepare_overlap(v, recipe);
+  plan.prepare_walks_items = plan.prepare_overlap && s.grid == GridKind::persistent;
+  check_walk_info(v, plan.prepare_walks_items);
   check_mqk_diagonal(s, recipe);
   plan.numerics = plan_numerics(s, recipe.inverse_block);
   plan.fragments = plan_fragments(recipe, plan.umma, plan.entries);

@@ -30,6 +30,16 @@ std::optional<double> parse_fraction(std::string_view text) {
   return value;
 }
 
+std::optional<int> parse_positive_count(std::string_view text) {
+  int value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || error != std::errc() || stop != end || value < 1) {
+    return std::nullopt;
+  }
+  return value;
+}
+
 namespace {
 
 // A switch variable (1 or 0, parse_switch): its value, or `fallback` when it
@@ -46,6 +56,22 @@ bool switch_from_environment(const char* name, bool fallback, cache::CacheWarnin
   return on.value_or(fallback);
 }
 
+// A measurement aid's value (`parse` of the variable), nullopt when it is
+// unset or malformed (warned about once, `expects` saying what it takes).
+template <class T>
+std::optional<T> measurement_aid(const char* name, std::optional<T> (*parse)(std::string_view),
+                                 cache::CacheWarning warning, std::string_view expects) {
+  const char* text = std::getenv(name);
+  if (text == nullptr) {
+    return std::nullopt;
+  }
+  const std::optional<T> value = parse(text);
+  if (!value) {
+    cache::warn_once(warning, cache::stderr_warning_sink(), fmt::format("ignored {}={}: {}", name, text, expects));
+  }
+  return value;
+}
+
 } // namespace
 
 bool jit_disabled_by_environment() {
@@ -59,16 +85,13 @@ bool tiered_by_environment() {
 }
 
 std::optional<double> prepare_lead_from_environment() {
-  const char* text = std::getenv("KDAJIT_PREPARE_LEAD");
-  if (text == nullptr) {
-    return std::nullopt;
-  }
-  const std::optional<double> fraction = parse_fraction(text);
-  if (!fraction) {
-    cache::warn_once(cache::CacheWarning::bad_prepare_lead, cache::stderr_warning_sink(),
-                     fmt::format("ignored KDAJIT_PREPARE_LEAD={}: it takes a fraction from 0 to 1", text));
-  }
-  return fraction;
+  return measurement_aid("KDAJIT_PREPARE_LEAD", parse_fraction, cache::CacheWarning::bad_prepare_lead,
+                         "it takes a fraction from 0 to 1");
+}
+
+std::optional<int> prepare_streams_from_environment() {
+  return measurement_aid("KDAJIT_PREPARE_STREAMS", parse_positive_count, cache::CacheWarning::bad_prepare_streams,
+                         "it takes a positive whole number");
 }
 
 } // namespace kda::runtime

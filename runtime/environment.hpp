@@ -27,4 +27,11 @@ bool tiered_by_environment();
 /// chunks per sequence), nullopt when unset.
 std::optional<double> prepare_lead_from_environment();
 
+/// A positive whole number (at most 2^31 - 1) written in decimal, or nullopt.
+std::optional<int> parse_positive_count(std::string_view text);
+
+/// KDAJIT_PREPARE_STREAMS=R (a measurement aid: the split's recurrence CTAs,
+/// runtime/prepare_overlap), nullopt when unset or malformed (warned once).
+std::optional<int> prepare_streams_from_environment();
+
 } // namespace kda::runtime

@@ -288,6 +288,16 @@ OverlapDecision decide_overlap(const KernelPlan& plan, const runtime::LoadedModu
     r.chunk_grid_extent = (p.total_tokens + chunk - 1) / chunk;
   }
   r.allowed = options.prepare_overlap;
+  r.persistent = recurrence->launch.grid == GridRule::persistent_items;
+  if (r.persistent && !plan.prepare_walks_items) {
+    throw InternalError(fmt::format("plan {}: a persistent recurrence with prepare_overlap whose prepare kernel does "
+                                    "not walk its items",
+                                    plan.schedule_name));
+  }
+  // Measurement aid (docs/runtime.md): KDAJIT_PREPARE_STREAMS=R sets the
+  // split's recurrence CTAs; read once per process.
+  static const std::optional<int> k_streams = runtime::prepare_streams_from_environment();
+  r.streams = k_streams;
   if (r.pairs == 0 || r.chunk_grid_extent == 0) {
     OverlapDecision none;
     none.reason = "off: no chunks";
@@ -298,7 +308,7 @@ OverlapDecision decide_overlap(const KernelPlan& plan, const runtime::LoadedModu
   // model's lead by F x the chunks per sequence (timing only, same results);
   // read once per process, not on every call's dispatch path.
   static const std::optional<double> k_lead_fraction = runtime::prepare_lead_from_environment();
-  if (decision.overlap && k_lead_fraction) {
+  if (decision.overlap && decision.streams == 0 && k_lead_fraction) {
     const double fraction = *k_lead_fraction;
     decision.lead_chunks = std::clamp<std::int64_t>(static_cast<std::int64_t>(fraction * r.chunk_grid_extent), 1,
                                              r.chunk_grid_extent - 1);
@@ -326,9 +336,16 @@ OverlappedLaunches overlapped_launches(const KernelPlan& plan, const runtime::Lo
                          static_cast<unsigned>(count)};
   };
   l.lead_prepare = resolve_launch(module, *prepare, prepare_grid(decision.lead_chunks));
+  l.lead_chunks = static_cast<std::int32_t>(decision.lead_chunks);
+  if (decision.streams > 0) { // the split: R persistent recurrence CTAs, R x K prepare CTAs walking their items
+    l.rest_prepare =
+        resolve_launch(module, *prepare, runtime::Dim3{static_cast<unsigned>(decision.prepare_ctas), 1, 1});
+    l.recurrence = resolve_launch(module, *recurrence, runtime::Dim3{static_cast<unsigned>(decision.streams), 1, 1});
+    l.streams = decision.streams;
+    return l;
+  }
   l.rest_prepare = resolve_launch(module, *prepare, prepare_grid(decision.chunk_extent - decision.lead_chunks));
   l.recurrence = resolve_launch(module, *recurrence, grid_of(*recurrence, p, plan, sm_count));
-  l.lead_chunks = static_cast<std::int32_t>(decision.lead_chunks);
   return l;
 }
 
@@ -342,6 +359,7 @@ void launch_overlapped(const OverlappedLaunches& l, const CallFields& fields, Ar
   values.set(fields.ready_epoch, static_cast<std::int32_t>(channel.flags.epoch));
   values.set(fields.chunk_begin, std::int32_t{0});
   values.set(fields.chunk_major, std::int32_t{1});
+  values.set(fields.prepare_streams, std::int32_t{0}); // the leading prepare takes its chunk from its grid
   const std::vector<std::uint8_t>& params = values.packed();
   for (const ResolvedLaunch& table : l.tables) {
     launch_resolved(table, params, stream);
@@ -354,6 +372,9 @@ void launch_overlapped(const OverlappedLaunches& l, const CallFields& fields, Ar
   // recurrence starts; otherwise both start when the leading prepare ends.
   // (The driver copied the struct at each launch: changing it now is safe.)
   values.set(fields.chunk_begin, l.lead_chunks);
+  if (l.streams > 0) { // the split: the rest walks the recurrence CTAs' items
+    values.set(fields.chunk_major, std::int32_t{0}).set(fields.prepare_streams, l.streams);
+  }
   launch_resolved(l.rest_prepare, params, stream);
   KDA_CU(cuStreamWaitEvent, channel.side, channel.prepared, 0u);
   // the side stream's priority, explicitly: a captured launch keeps it
@@ -385,6 +406,7 @@ ArgValues shape_values(const KernelPlan& plan, const ProblemShape& p, const Pref
   values.set("chunk_begin", std::int32_t{0}).set("chunk_major", std::int32_t{0});
   values.set("state_slot_stride", p.state_slot_stride);
   values.set("checkpoint_chunks", static_cast<std::int32_t>(p.checkpoint_interval / plan.tiles.chunk_size));
+  values.set("prepare_streams", std::int32_t{0});
   return values;
 }
 
@@ -414,6 +436,7 @@ CallFields call_fields(const KernelPlan& plan) {
   f.seq_order = slot("seq_order");
   f.checkpoints = slot("checkpoints");
   f.checkpoint_starts = slot("checkpoint_starts");
+  f.prepare_streams = slot("prepare_streams");
   if (plan.tile_tensor_maps) {
     for (const std::string& tensor : plan.tile_tensor_maps->tensors) {
       const TensorRef PrefillArgs::*ref = tensor == "q"   ? &PrefillArgs::q

@@ -96,6 +96,7 @@ struct CallFields {
   ArgSlot q, k, v, g, beta, a_log, dt_bias, out, state_in, state_out, cu_seqlens, chunk_offsets, workspace, scale;
   ArgSlot ready_flags, ready_epoch, chunk_begin, chunk_major; ///< the overlapped launch's
   ArgSlot state_indices, seq_order, checkpoints, checkpoint_starts;
+  ArgSlot prepare_streams; ///< the split's (runtime/prepare_overlap)
   std::vector<TensorMapField> tensor_maps; ///< plans that load with TMA (KernelPlan::tile_tensor_maps)
   ArgSlot checkpoint_map; ///< plans that store checkpoint rows with TMA (KernelPlan::checkpoint_tensor_map)
 };
@@ -144,6 +145,7 @@ struct OverlappedLaunches {
   ResolvedLaunch rest_prepare;
   ResolvedLaunch recurrence;
   std::int32_t lead_chunks = 0; ///< the rest's first local chunk
+  std::int32_t streams = 0;     ///< the split: the recurrence's CTAs, whose items the rest walks (0: chunk-major)
 };
 OverlappedLaunches overlapped_launches(const KernelPlan& plan, const runtime::LoadedModule& module,
                                        const ProblemShape& p, const OverlapDecision& decision, int sm_count);

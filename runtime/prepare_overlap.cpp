@@ -55,9 +55,77 @@ std::int64_t modelled_lead_chunks(const PrepareOverlapModel& model, const Overla
   return static_cast<std::int64_t>(std::ceil(std::max(lead, 0.0)));
 }
 
+std::int64_t prepare_ctas_per_sm(const OverlapRequest& r) {
+  const std::int64_t smem = r.prepare.smem_bytes + r.sm.reserved_smem_per_block;
+  const std::int64_t registers = block_registers(r.prepare);
+  if (smem <= 0 || r.prepare.threads <= 0 || registers <= 0) {
+    return 0;
+  }
+  return std::min({r.sm.smem_bytes / smem, r.sm.threads / r.prepare.threads, r.sm.registers / registers});
+}
+
+int modelled_streams(const PrepareOverlapModel& model, int sm_count) {
+  const double t_rho = model.recurrence_us_per_chunk * model.prepare_chunks_per_us_per_sm;
+  const auto streams = static_cast<int>(std::lround(static_cast<double>(sm_count) * t_rho / (1.0 + t_rho)));
+  return std::clamp(streams, 1, std::max(sm_count - 1, 1));
+}
+
+namespace {
+
+OverlapDecision decide_prepare_split(const PrepareOverlapModel& model, const OverlapRequest& r) {
+  if (r.sm_count < 2) {
+    return refuse("off: the split needs an SM for the recurrence and one for the prepare kernel");
+  }
+  if (r.recurrence.smem_bytes + r.sm.reserved_smem_per_block <= r.sm.smem_bytes / 2) {
+    return refuse("off: two recurrence CTAs fit on one SM, so one recurrence CTA per SM is not guaranteed");
+  }
+  if (r.sequences > k_max_grid_yz) {
+    return refuse(fmt::format("off: the leading prepare grid ({} sequences) exceeds 65,535 blocks in y", r.sequences));
+  }
+  const std::int64_t lead = std::max<std::int64_t>(model.min_lead_chunks, 1);
+  if (r.chunks_per_sequence <= lead) {
+    return refuse(fmt::format("off: {} chunk(s) per sequence on average, all in the leading prepare ({} chunk(s))",
+                              r.chunks_per_sequence, lead));
+  }
+  const std::int64_t walked = (r.chunks_per_sequence - lead) * r.pairs;
+  const double saving_us = static_cast<double>(walked) /
+                          (model.prepare_chunks_per_us_per_sm * static_cast<double>(r.sm_count));
+  if (saving_us < model.min_saving_us) {
+    return refuse(fmt::format("off: it would take {:.1f} us of prepare off the critical path, less than the {:.0f} us "
+                              "its second stream costs",
+                              saving_us, model.min_saving_us));
+  }
+  const int model_streams = modelled_streams(model, r.sm_count);
+  const int streams = static_cast<int>(std::clamp<std::int64_t>(
+      std::min<std::int64_t>(r.streams.value_or(model_streams), r.recurrence_ctas), 1, r.sm_count - 1));
+  const std::int64_t per_sm = prepare_ctas_per_sm(r);
+  const std::int64_t per_stream = per_sm * (r.sm_count - streams) / streams;
+  if (per_stream < 1) {
+    return refuse(fmt::format("off: the {} SMs left beside {} recurrence CTAs hold {} prepare CTAs, fewer than one "
+                              "per recurrence CTA",
+                              r.sm_count - streams, streams, per_sm * (r.sm_count - streams)));
+  }
+  OverlapDecision d;
+  d.overlap = true;
+  d.lead_chunks = lead;
+  d.chunk_extent = lead;
+  d.streams = streams;
+  d.prepare_ctas = static_cast<std::int64_t>(streams) * per_stream;
+  d.reason = fmt::format("on: split, the recurrence on {} of {} SMs{}, {} prepare CTAs ({} per recurrence CTA) walking "
+                         "its items beside it after a leading {} chunk(s) of every pair",
+                         streams, r.sm_count, r.streams ? " (KDAJIT_PREPARE_STREAMS)" : "", d.prepare_ctas,
+                         per_stream, lead);
+  return d;
+}
+
+} // namespace
+
 OverlapDecision decide_prepare_overlap(const PrepareOverlapModel& model, const OverlapRequest& r) {
   if (!r.allowed) {
     return refuse("off (PrefillOptions::prepare_overlap = false)");
+  }
+  if (r.persistent) {
+    return decide_prepare_split(model, r);
   }
   if (r.recurrence_ctas >= r.sm_count) {
     return refuse(fmt::format("off: {} recurrence CTAs leave none of the {} SMs to the prepare kernel they wait for",

@@ -17,11 +17,25 @@
 /// recurrences of all overlapped calls in a context go through one stream
 /// (runtime/overlap_streams), so two calls never hold SMs waiting for each
 /// other's prepare kernels.
+///
+/// The split (a persistent recurrence, plans whose prepare kernel walks the
+/// items: KernelPlan::prepare_walks_items): prepare the local chunks [0, lead)
+/// of every pair (chunk-major grid; it clears the later ready flags), then the
+/// persistent recurrence on R CTAs of the S SMs, one per SM, on the
+/// high-priority stream, beside R x K prepare CTAs whose CTA b prepares every
+/// K-th record of recurrence CTA (b mod R)'s items from the lead on. R = S t ρ
+/// / (1 + t ρ) balances the recurrence's chunk every t µs per CTA against
+/// the prepare kernel's ρ chunks per µs per SM on the other S - R SMs; K is
+/// as many prepare CTAs per recurrence CTA as those SMs hold. Deadlock
+/// freedom: fewer recurrence CTAs than SMs, one per SM (more than half an
+/// SM's shared memory), and no prepare CTA ever waits, so every record a
+/// recurrence CTA waits for is made by a CTA that is running or will run.
 #pragma once
 
 #include "compiler/kernel_plan.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace kda {
@@ -52,6 +66,8 @@ struct OverlapRequest {
   std::int64_t chunks_per_sequence = 0;   ///< the model's n (fixed: exact; packed: the mean, rounded up)
   std::int64_t chunk_grid_extent = 0;     ///< local chunks the prepare grid must cover (the longest sequence's bound)
   bool allowed = true;                    ///< PrefillOptions::prepare_overlap
+  bool persistent = false;                ///< the recurrence takes items in turn (the split)
+  std::optional<int> streams;             ///< the split's R, as given (KDAJIT_PREPARE_STREAMS), instead of the model's
 };
 
 struct OverlapDecision {
@@ -59,6 +75,8 @@ struct OverlapDecision {
   std::int64_t lead_chunks = 0;  ///< local chunks of every pair prepared before the recurrence starts
   std::int64_t chunk_extent = 0; ///< local chunks the two prepare grids cover together (the request's)
   std::string reason;           ///< why (not), for route explanations and bench output
+  int streams = 0;              ///< the split: recurrence CTAs (0: the chunk-major overlap)
+  std::int64_t prepare_ctas = 0; ///< the split: prepare CTAs walking their items (streams x K)
 };
 
 /// Registers a block holds: per warp, registers x 32 rounded up to 256.
@@ -68,10 +86,19 @@ std::int64_t block_registers(const KernelFootprint& kernel);
 /// memory, threads, and registers per scheduler quadrant in the worst case.
 bool prepare_fits_beside_recurrence(const OverlapRequest& request);
 
+/// Prepare CTAs one SM holds (shared memory, threads and registers; no
+/// recurrence CTA beside them).
+std::int64_t prepare_ctas_per_sm(const OverlapRequest& request);
+
+/// The split's recurrence CTAs by the model: round(S t ρ / (1 + t ρ)) in
+/// [1, S - 1].
+int modelled_streams(const PrepareOverlapModel& model, int sm_count);
+
 /// The lead of the throughput model (PrepareOverlapDecl), before clamping to
 /// [min_lead_chunks, n].
 std::int64_t modelled_lead_chunks(const PrepareOverlapModel& model, const OverlapRequest& request);
 
+/// The overlap, or the split where request.persistent.
 OverlapDecision decide_prepare_overlap(const PrepareOverlapModel& model, const OverlapRequest& request);
 
 } // namespace kda

@@ -210,6 +210,7 @@ void emit_plan_header(const KernelPlan& plan, SourceWriter& out) {
   constant(out, "LAYOUT_PACKED", plan.shape.layout == LayoutKind::packed ? 1 : 0);
   constant(out, "WARP_TABLE_MAX_SEQUENCES", k_warp_table_max_sequences); // no chunk_offsets kernel up to here
   constant(out, "CHECKPOINTS", plan.shape.checkpoints ? 1 : 0); // native checkpoints compiled in
+  constant(out, "PREPARE_WALKS_ITEMS", plan.prepare_walks_items ? 1 : 0); // prepare_streams > 0: walk the items
   // numerics shared with the CPU emulation (reference/emulation_config.hpp)
   constant(out, "ANCHOR_ROWS", plan.numerics.anchor_rows);     // C_a = ANCHOR_ROWS x gate_scale
   constant(out, "INVERSE_BLOCK", plan.numerics.inverse_block); // forward-substitution blocks of (I + L)^-1

@@ -173,8 +173,10 @@ FamilyRecipe wgmma_c16_recipe(const std::string& name, GridKind grid) {
 
 // Chunk 32 with the fixed exponent anchor: the same record image at twice
 // the rows (KQ N 64, K 128; UPD N 160, K 32); the prepare kernel (8 warps)
-// inverts blocked 16 -> 32 and folds T into UPD. The direct grid's
-// recurrence may run beside its prepare kernel (prepare_overlap).
+// inverts blocked 16 -> 32 and folds T into UPD. The recurrence may run
+// beside its prepare kernel (prepare_overlap): on the direct grid with the
+// chunk-major prepare grid, on the persistent grid on a split of the SMs
+// (the prepare kernel's CTAs walking the recurrence CTAs' items).
 FamilyRecipe wgmma_c32_recipe(const std::string& name, GridKind grid) {
   return {
       .name = name,
@@ -215,7 +217,9 @@ FamilyRecipe wgmma_c32_recipe(const std::string& name, GridKind grid) {
       .record_image_buffer = "record",
       .wgmma_n = {32, 128},
       .inverse_block = 16, // T11, T22 by forward substitution, merged 16 -> 32
-      .prepare_overlap = grid == GridKind::direct,
+      // direct grid: the chunk-major prepare grid; persistent grid: the
+      // prepare kernel's CTAs walk the recurrence CTAs' items (prepare_streams)
+      .prepare_overlap = true,
       .mqk_diagonal = MqkDiagonal::raw_rows, // Qda and Ki are bf16: the diagonal from the raw rows
       .checkpoint_tensor_map_cols = 64,
       .features = {.state_pool = true, .seq_order = true, .checkpoints = true},

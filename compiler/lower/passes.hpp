@@ -102,4 +102,9 @@ std::optional<UmmaPlan> plan_umma(const ValidatedSchedule& schedule, const Famil
 /// exactly one record, 16-byte aligned; ScheduleError otherwise.
 void check_record_image(const ValidatedSchedule& schedule, const WorkspacePlan& workspace);
 
+/// A prepare kernel that walks a persistent recurrence's items keeps its walk
+/// in `chunk_info` between chunks: no other buffer may share its bytes
+/// (ScheduleError otherwise).
+void check_walk_info(const ValidatedSchedule& schedule, bool prepare_walks_items);
+
 } // namespace kda

@@ -54,6 +54,10 @@ constexpr FieldSpec k_fields[] = {
     {"checkpoints", ArgType::pointer, "kda::bf16*"},
     {"checkpoint_starts", ArgType::pointer, "const kda::i64*"},
     {"checkpoint_chunks", ArgType::i32, "int"},
+    // v5. A prepare kernel beside a persistent recurrence of prepare_streams
+    // CTAs (plans whose prepare walks the items, PREPARE_WALKS_ITEMS): its
+    // CTAs walk the records of those CTAs' items (0: its grid names its chunk).
+    {"prepare_streams", ArgType::i32, "int"},
 };
 
 std::int64_t size_of(ArgType t) {

@@ -140,7 +140,11 @@ __device__ __forceinline__ float2 gate_prefix(const u8* g_raw, int r0, int col, 
   return prefix;
 }
 
-__device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
+// One chunk of head h into its workspace record (all threads): the head's
+// gate parameters are loaded while find_chunk() (every thread; it may hold a
+// barrier) says which chunk, if any.
+template <class FindChunk>
+__device__ __forceinline__ void prepare_chunk32_of_head(const kda_plan::KdaParams& p, int h, FindChunk find_chunk) {
   namespace P = kda_plan::prepare;
   constexpr int C = kda_plan::CHUNK_SIZE;
   constexpr int D = kda_plan::HEAD_DIM;
@@ -171,8 +175,6 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
                     P::LMAT_PITCH % 4 == 0 && P::TMAT_PITCH % 4 == 0,
                 "16-byte loads of rnorm and of L and T rows");
   extern __shared__ __align__(128) u8 smem[];
-  allow_dependent_launch(); // the recurrence may set up while the last chunks are prepared
-  int h = prepare_head_of_block(p); // known before the chunk's sequence is looked up
   const int col = 2 * (threadIdx.x % (D / 2)); // key columns col, col + 1
   const int group = threadIdx.x / (D / 2);      // rows 8 group .. 8 group + 7
   const int r0 = ROWS * group;
@@ -185,11 +187,7 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   // the head's gate parameters, loaded while the chunk's sequence is looked up
   const float a_log = p.a_log[h];
   const float2 bias = *reinterpret_cast<const float2*>(p.dt_bias + h * D + col);
-  const PrepareChunk c =
-      kda_plan::LAYOUT_PACKED
-          ? prepare_chunk_of_block_once(p, h, reinterpret_cast<i64*>(smem + P::CHUNK_INFO_OFFSET))
-          : prepare_chunk_of_block(p, h);
-  clear_later_ready_flags(p, c.seq.first_chunk, (c.seq.length + C - 1) / C, c.chunk - c.seq.first_chunk, h);
+  const PrepareChunk c = find_chunk();
   if (!c.exists) {
     return;
   }
@@ -537,6 +535,106 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
     }
   }
   publish_record_ready(p, c.chunk * p.heads + h);
+}
+
+// Beside a persistent recurrence of R = p.prepare_streams CTAs (the split of
+// runtime/prepare_overlap): CTA b of the R x K grid serves recurrence CTA
+// s = b mod R, whose items are s, s + R, s + 2R, ... (persistent_work's
+// order). The items' local chunks from p.chunk_begin on, item after item, are
+// that CTA's sequence of records, and this CTA prepares its records b / R,
+// b / R + K, b / R + 2K, ...: the K CTAs of a stream take turns, so records
+// become ready in about the order the recurrence reads them. A CTA never
+// waits for the recurrence (the overlap's deadlock argument). Warp 0 walks
+// the items and hands each chunk to the CTA through `info` (8 i64, also the
+// walk's position between chunks): the chunk, the span (start, length, first
+// chunk), the item, the stream's records before it, its record count (-1:
+// not looked up), and the head with "exists" in bit 32.
+__device__ __forceinline__ void prepare_walk32(const kda_plan::KdaParams& p) {
+  namespace P = kda_plan::prepare;
+  constexpr int C = kda_plan::CHUNK_SIZE;
+  static_assert(kda_plan::M_TILE == kda_plan::HEAD_DIM, "an item is a (sequence, head): one record per chunk");
+  extern __shared__ __align__(128) u8 smem[];
+  static_assert(P::CHUNK_INFO_BYTES >= 8 * 8 && P::CHUNK_INFO_OFFSET % 8 == 0, "the walk's 8 i64");
+  // only the turn k lives across a chunk: the rest is recomputed from the
+  // parameters each turn. Under the 64-register bound of four CTAs per SM the
+  // loop still spills (ptxas: 176 B of spill stores, none without the loop;
+  // a call of its own for the chunk spilled as much): the values the chunk
+  // derives from its thread index, hoisted out of the loop, stay live.
+#pragma unroll 1
+  for (int k = 0;; ++k) {
+    i64* const info = reinterpret_cast<i64*>(smem + P::CHUNK_INFO_OFFSET);
+    if (threadIdx.x < 32) { // the whole warp: persistent_work may shuffle
+      const unsigned streams = static_cast<unsigned>(p.prepare_streams);
+      const i64 want = blockIdx.x / streams + static_cast<i64>(k) * (gridDim.x / streams);
+      const i64 items = persistent_items(p);
+      const bool first = k == 0;
+      i64 item = first ? static_cast<i64>(blockIdx.x % streams) : info[4];
+      i64 before = first ? 0 : info[5];
+      i64 count = first ? -1 : info[6];
+      SequenceSpan seq{first ? 0 : info[1], first ? 0 : info[2], first ? 0 : info[3]};
+      int h = first ? 0 : static_cast<int>(info[7] & 0xffffffff);
+      while (item < items) {
+        if (count < 0) {
+          const RecurrenceWork w = persistent_work(p, item);
+          seq = w.seq;
+          h = w.h;
+          count = max(chunks_of(seq.length) - static_cast<i64>(p.chunk_begin), i64{0});
+        }
+        if (want < before + count) {
+          break;
+        }
+        before += count;
+        item += streams;
+        count = -1;
+      }
+      __syncwarp(); // every lane has read the walk's position
+      if (threadIdx.x == 0) {
+        info[0] = seq.first_chunk + p.chunk_begin + (want - before);
+        info[1] = seq.start;
+        info[2] = seq.length;
+        info[3] = seq.first_chunk;
+        info[4] = item;
+        info[5] = before;
+        info[6] = count;
+        info[7] = static_cast<i64>(static_cast<u32>(h)) | (item < items ? (i64{1} << 32) : 0);
+      }
+    }
+    __syncthreads(); // the chunk for every warp
+    const i64 head_and_exists = info[7];
+    if ((head_and_exists >> 32) == 0) {
+      return; // the stream has no more records for this CTA
+    }
+    PrepareChunk c;
+    c.chunk = info[0];
+    c.seq = {info[1], info[2], info[3]};
+    c.row0 = (c.chunk - c.seq.first_chunk) * C;
+    c.valid = static_cast<int>(min(static_cast<i64>(C), c.seq.length - c.row0));
+    c.exists = true;
+    prepare_chunk32_of_head(p, static_cast<int>(head_and_exists & 0xffffffff), [&] { return c; });
+    __syncthreads(); // every warp is done with the chunk's SMEM before warp 0 writes the next `info`
+  }
+}
+
+__device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
+  namespace P = kda_plan::prepare;
+  constexpr int C = kda_plan::CHUNK_SIZE;
+  allow_dependent_launch(); // the recurrence may set up while the last chunks are prepared
+  if constexpr (kda_plan::PREPARE_WALKS_ITEMS != 0) {
+    if (p.prepare_streams > 0) {
+      prepare_walk32(p);
+      return;
+    }
+  }
+  int h = prepare_head_of_block(p); // known before the chunk's sequence is looked up
+  prepare_chunk32_of_head(p, h, [&] {
+    extern __shared__ __align__(128) u8 smem[];
+    const PrepareChunk c =
+        kda_plan::LAYOUT_PACKED
+            ? prepare_chunk_of_block_once(p, h, reinterpret_cast<i64*>(smem + P::CHUNK_INFO_OFFSET))
+            : prepare_chunk_of_block(p, h);
+    clear_later_ready_flags(p, c.seq.first_chunk, (c.seq.length + C - 1) / C, c.chunk - c.seq.first_chunk, h);
+    return c;
+  });
 }
 
 } // namespace frag

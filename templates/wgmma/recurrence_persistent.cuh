@@ -50,52 +50,6 @@ struct PersistentRing {
   int row;
 };
 
-// The work items: every (sequence, head, M tile).
-__device__ __forceinline__ i64 persistent_items(const kda_plan::KdaParams& p) {
-  return static_cast<i64>(p.num_seqs) * p.heads * row_blocks();
-}
-
-// Work item `item`: the (sequence, head, M tile) the direct grid gives the
-// block at linear position `item` (common/sequences: recurrence_pair, whose
-// packed order this follows: the caller's seq_order, else the longest
-// sequences first). Whole warp: up to WARP_TABLE_MAX_SEQUENCES packed
-// sequences rank by shuffles.
-__device__ __forceinline__ RecurrenceWork persistent_work(const kda_plan::KdaParams& p, i64 item) {
-  const int pairs_y = p.heads * row_blocks();
-  // 32-bit division where the item index fits (every call of fewer than
-  // 2^31 items): a 64-bit one is a long instruction sequence on every item
-  const bool narrow = item <= 0x7fffffff;
-  const int position = narrow ? static_cast<int>(static_cast<u32>(item) / static_cast<u32>(pairs_y))
-                              : static_cast<int>(item / pairs_y);
-  const int y = narrow ? static_cast<int>(static_cast<u32>(item) % static_cast<u32>(pairs_y))
-                       : static_cast<int>(item % pairs_y);
-  int n = position;
-  SequenceSpan seq;
-  if (!kda_plan::LAYOUT_PACKED) {
-    seq = sequence_span(p, n);
-  } else if (p.seq_order != nullptr) {
-    n = p.seq_order[position];
-    seq = sequence_span(p, n);
-  } else if (warp_sequence_table(p)) {
-    // compute_sequence_order's stable sort: longer buckets first, then lower indices
-    const int lane = threadIdx.x & 31;
-    const WarpTableEntry e = warp_table_entry(p);
-    const int bucket = lane < p.num_seqs ? length_bucket(e.chunks) : -1;
-    int rank = 0;
-    for (int m = 0; m < p.num_seqs; ++m) {
-      const int other = __shfl_sync(0xffffffffu, bucket, m);
-      rank += (other > bucket || (other == bucket && m < lane)) ? 1 : 0;
-    }
-    const unsigned at = __ballot_sync(0xffffffffu, lane < p.num_seqs && rank == position);
-    n = __ffs(static_cast<int>(at)) - 1;
-    seq = warp_table_span(e, n);
-  } else {
-    n = sequence_order(p)[position];
-    seq = sequence_span(p, n);
-  }
-  return {n, y / row_blocks(), (y % row_blocks()) * kda_plan::M_TILE, seq};
-}
-
 // The CTA's work items in order, each with its work and chunk count:
 // body(item, work, chunks). Whole warp (persistent_work may shuffle).
 template <class Body>

@@ -130,6 +130,8 @@ ContractReport run_contract_case(const ContractCase& c) {
   report.schedule = result.schedule;
   report.target = result.target;
   report.checkpoint_rows = rows;
+  report.prepare_overlapped = result.prepare_overlapped;
+  report.prepare_overlap_reason = result.prepare_overlap_reason;
 
   const std::vector<Bf16> out_host = out.download_as<Bf16>(out_elems);
   const std::vector<std::uint8_t> state_after = state.download_as<std::uint8_t>(state_before.size());

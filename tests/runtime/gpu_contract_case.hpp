@@ -44,6 +44,8 @@ struct ContractReport {
   double worst_checkpoint_rel_rms = 0.0;
   std::int64_t checkpoint_rows = 0; ///< rows the reference writes (checkpoint_cu_starts[N])
   std::uint64_t hash = 0;           ///< FNV-1a of the output's, the state's and the checkpoints' bytes
+  bool prepare_overlapped = false;  ///< the call ran its prepare kernel beside the recurrence
+  std::string prepare_overlap_reason;
 };
 
 /// A random permutation of 0 .. n - 1.

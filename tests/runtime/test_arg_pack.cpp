@@ -163,8 +163,10 @@ TEST_CASE("arg pack: the documented layout of the parameter struct", "[runtime][
   CHECK(abi.find("checkpoints")->offset == 200);
   CHECK(abi.find("checkpoint_starts")->offset == 208);
   CHECK(abi.find("checkpoint_chunks")->offset == 216);
+  // v5: the split's prepare walk, in the bytes that padded the struct to 8
+  CHECK(abi.find("prepare_streams")->offset == 220);
   CHECK(abi.size == 224);
-  CHECK(abi.version == 4);
+  CHECK(abi.version == 5);
   // plans that load with TMA append their 64-byte aligned tensor maps
   const ArgAbi tma = plan_arg_abi(tensor_maps());
   CHECK(tma.find("checkpoint_chunks")->offset == 216);

@@ -38,6 +38,15 @@ bool fused_persistent_prepare(const std::string& schedule) {
   return schedule == "sm90_wgmma_c16_fused";
 }
 
+// sm90_wgmma_c32_split: the prepare kernel's walk loops over chunks, and under
+// the 64-register bound (four CTAs per SM) the values the chunk derives from
+// the thread index, hoisted out of the loop, spill 176 bytes (96 of stack);
+// the same chunk without the loop (sm90_wgmma_c32's prepare) spills nothing
+// (templates/wgmma/prepare_chunk32, prepare_walk32).
+bool split_prepare_walk(const std::string& schedule) {
+  return schedule == "sm90_wgmma_c32_split";
+}
+
 int allowed_stack_frame(const std::string& schedule, const std::string& target) {
   if (token_kernel_on_sm80(schedule, target)) {
     return 256;
@@ -45,12 +54,18 @@ int allowed_stack_frame(const std::string& schedule, const std::string& target) 
   if (fused_persistent_prepare(schedule)) {
     return 16;
   }
+  if (split_prepare_walk(schedule)) {
+    return 96;
+  }
   return schedule == "sm120_c32" && (target == "sm_120a" || target == "sm_120") ? 8 : 0;
 }
 
 int allowed_spill_bytes(const std::string& schedule, const std::string& target) {
   if (fused_persistent_prepare(schedule)) {
     return 16;
+  }
+  if (split_prepare_walk(schedule)) {
+    return 176;
   }
   return token_kernel_on_sm80(schedule, target) ? 512 : 0;
 }

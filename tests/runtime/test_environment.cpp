@@ -27,6 +27,25 @@ TEST_CASE("KDAJIT_DISABLE_JIT takes 0 or 1, KDAJIT_PREPARE_LEAD a fraction", "[r
   }
 }
 
+TEST_CASE("KDAJIT_PREPARE_STREAMS takes a positive whole number", "[runtime][environment]") {
+  CHECK(runtime::parse_positive_count("43") == 43);
+  CHECK(runtime::parse_positive_count("1") == 1);
+  for (const char* bad : {"", "0", "-3", "4.5", "43x", "99999999999", "many"}) {
+    INFO(bad);
+    CHECK_FALSE(runtime::parse_positive_count(bad).has_value());
+  }
+  cache::reset_warnings_for_testing();
+  ::setenv("KDAJIT_PREPARE_STREAMS", "half", 1);
+  CHECK_FALSE(runtime::prepare_streams_from_environment().has_value());
+  const cache::WarningSink ignore = [](const std::string&) {};
+  CHECK_FALSE(cache::warn_once(cache::CacheWarning::bad_prepare_streams, ignore, "again")); // warned once
+  ::setenv("KDAJIT_PREPARE_STREAMS", "48", 1);
+  CHECK(runtime::prepare_streams_from_environment() == 48);
+  ::unsetenv("KDAJIT_PREPARE_STREAMS");
+  CHECK_FALSE(runtime::prepare_streams_from_environment().has_value());
+  cache::reset_warnings_for_testing();
+}
+
 TEST_CASE("a malformed KDAJIT_DISABLE_JIT or KDAJIT_PREPARE_LEAD leaves the default", "[runtime][environment]") {
   cache::reset_warnings_for_testing();
   ::setenv("KDAJIT_DISABLE_JIT", "yes", 1);

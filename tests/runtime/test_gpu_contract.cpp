@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <random>
 
+using Catch::Matchers::Contains;
+
 using namespace kda::test;
 using kda::reference::testing::ProblemSpec;
 
@@ -222,4 +224,60 @@ TEST_CASE("gpu contract: the persistent grid gives the direct grid's bits over m
   t.fp32_state = true;
   t.seed = 406;
   same_bits(t, "sm90_wgmma_c16", "fixed B500 T6 H2 fp32");
+}
+
+TEST_CASE("gpu contract: the split (a persistent recurrence beside the walking prepare kernel) gives the direct "
+          "grid's bits",
+          "[gpu][contract]") {
+  // sm90_wgmma_c32_split's records are the prepare kernel's (the walk hands
+  // each chunk to the same code) and its recurrence is
+  // sm90_wgmma_c32_persistent's, so every case must equal sm90_wgmma_c32 on
+  // the direct grid, run one kernel after the other
+  std::mt19937_64 rng(501);
+  auto same_bits = [](ContractCase c, const std::string& what) {
+    c.schedule = "sm90_wgmma_c32";
+    c.prepare_overlap = false;
+    c.label = "sm90_wgmma_c32: " + what;
+    const ContractReport direct = run(c);
+    c.schedule = "sm90_wgmma_c32_split";
+    c.prepare_overlap = true;
+    c.label = "sm90_wgmma_c32_split: " + what;
+    const ContractReport split = run(c);
+    INFO(split.prepare_overlap_reason);
+    CHECK(split.schedule == "sm90_wgmma_c32_split");
+    CHECK(split.prepare_overlapped);
+    CHECK_THAT(split.prepare_overlap_reason, Contains("split"));
+    CHECK(split.hash == direct.hash);
+  };
+  // more than 32 sequences, empty ones among them: the chunk_offsets kernel's
+  // table and order; with the caller's seq_order; a pool and checkpoints
+  std::vector<std::int64_t> lengths;
+  for (int i = 0; i < 300; ++i) {
+    lengths.push_back(i % 17 == 0 ? 0 : static_cast<std::int64_t>(rng() % 400));
+  }
+  ContractCase c;
+  c.spec = packed(lengths, 3);
+  c.pool_slots = 330;
+  c.pool_pitch_pad = 8;
+  c.checkpoint_every = 64;
+  c.seed = 502;
+  same_bits(c, "packed 300 seqs (0..399) H3 bf16 pool, checkpoints");
+  c.seq_order = random_order(static_cast<std::int64_t>(lengths.size()), 503);
+  c.seed = 504;
+  same_bits(c, "packed 300 seqs (0..399) H3 bf16 pool, checkpoints, seq_order");
+  // at most 32 sequences: the warp table's ranks
+  std::vector<std::int64_t> few;
+  for (int i = 0; i < 20; ++i) {
+    few.push_back(static_cast<std::int64_t>(rng() % 2000));
+  }
+  ContractCase w;
+  w.spec = packed(few, 16);
+  w.fp32_state = true;
+  w.seed = 505;
+  same_bits(w, "packed 20 seqs (0..1999) H16 fp32");
+  // the fixed layout, as h96_uniform_8x1024 at a sixth of the heads
+  ContractCase f;
+  f.spec = fixed(8, 1024, 16);
+  f.seed = 506;
+  same_bits(f, "fixed B8 T1024 H16 bf16");
 }

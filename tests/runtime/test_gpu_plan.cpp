@@ -61,6 +61,28 @@ std::vector<std::int64_t> random_offsets(std::int64_t tokens, std::int64_t n, st
   return offsets;
 }
 
+// The inputs of `p` from `other` in even rounds, from its own problem in odd
+// ones: new contents at the same addresses before each call.
+void refill(DeviceProblem& p, const reference::testing::RandomProblem& other, int round) {
+  const reference::testing::RandomProblem& from = round % 2 == 0 ? other : p.problem;
+  p.q.upload(from.q.data(), p.q.bytes());
+  p.k.upload(from.k.data(), p.k.bytes());
+  p.v.upload(from.v.data(), p.v.bytes());
+  p.g.upload(from.g.data(), p.g.bytes());
+  p.beta.upload(from.beta.data(), p.beta.bytes());
+}
+
+// A graph of one planned run of `p` on `s`, instantiated with the nodes'
+// priorities kept (the overlapped recurrence's stream priority).
+void capture_run(const PrefillPlan& plan, const DeviceProblem& p, const Stream& s, DeviceArray& workspace,
+                 Graph& graph) {
+  KDA_CU(cuStreamBeginCapture, s.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  plan.run(p.args(s.s), workspace.data(), plan.workspace_bytes());
+  KDA_CU(cuStreamEndCapture, s.s, &graph.graph);
+  KDA_CU(cuGraphInstantiateWithFlags, &graph.exec, graph.graph,
+         static_cast<unsigned long long>(CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY));
+}
+
 } // namespace
 
 TEST_CASE("gpu plan: run gives the eager call's bits; signature, workspace and capture refusals",
@@ -245,14 +267,6 @@ TEST_CASE("gpu plan: overlapped runs and their replays reset the ready flags on 
   // problems in turn): a flag left set by the run before would let the
   // recurrence read the old records.
   const reference::testing::RandomProblem other(p.spec, 7001);
-  auto refill = [&](int round) {
-    const reference::testing::RandomProblem& from = round % 2 == 0 ? other : p.problem;
-    p.q.upload(from.q.data(), p.q.bytes());
-    p.k.upload(from.k.data(), p.k.bytes());
-    p.v.upload(from.v.data(), p.v.bytes());
-    p.g.upload(from.g.data(), p.g.bytes());
-    p.beta.upload(from.beta.data(), p.beta.bytes());
-  };
   auto eager_result = [&] {
     p.reset();
     const PrefillResult r = recurrent_kda_prefill(p.args(s.s));
@@ -261,7 +275,7 @@ TEST_CASE("gpu plan: overlapped runs and their replays reset the ready flags on 
   };
   int planned_identical = 0;
   for (int round = 0; round < 3; ++round) {
-    refill(round);
+    refill(p, other, round);
     const std::vector<std::uint8_t> eager = eager_result();
     p.reset();
     plan.run(p.args(s.s), workspace.data(), plan.workspace_bytes());
@@ -270,19 +284,61 @@ TEST_CASE("gpu plan: overlapped runs and their replays reset the ready flags on 
   CHECK(planned_identical == 3);
 
   Graph graph;
-  KDA_CU(cuStreamBeginCapture, s.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
-  plan.run(p.args(s.s), workspace.data(), plan.workspace_bytes());
-  KDA_CU(cuStreamEndCapture, s.s, &graph.graph);
-  KDA_CU(cuGraphInstantiateWithFlags, &graph.exec, graph.graph,
-         static_cast<unsigned long long>(CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY));
+  capture_run(plan, p, s, workspace, graph);
   int replays_identical = 0;
   for (int round = 0; round < 6; ++round) {
-    refill(round);
+    refill(p, other, round);
     const std::vector<std::uint8_t> eager = eager_result();
     p.reset();
     KDA_CU(cuGraphLaunch, graph.exec, s.s);
     KDA_CU(cuStreamSynchronize, s.s);
     replays_identical += p.result() == eager ? 1 : 0;
+  }
+  CHECK(replays_identical == 6);
+}
+
+TEST_CASE("gpu plan: the split's planned runs and replays equal its eager calls and the direct grid",
+          "[gpu][plan][graph][contract]") {
+  // B8 T1024 H16: 128 (sequence, head) items of 32 chunks, the recurrence on
+  // the model's R CTAs, the prepare kernel walking their items beside it
+  DeviceProblem p(8, 1024, 16, 1201);
+  PrefillOptions split;
+  split.schedule = "sm90_wgmma_c32_split";
+  const PrefillPlan plan(p.args(nullptr), split);
+  INFO(plan.prepare_overlap_reason());
+  REQUIRE(plan.prepare_overlapped());
+  CHECK_THAT(plan.prepare_overlap_reason(), Contains("split"));
+  PrefillOptions direct;
+  direct.schedule = "sm90_wgmma_c32";
+  direct.prepare_overlap = false;
+  DeviceArray workspace(static_cast<std::size_t>(plan.workspace_bytes()));
+  Stream s;
+  const reference::testing::RandomProblem other(p.spec, 7101);
+  auto eager_result = [&](const PrefillOptions& options) {
+    p.reset();
+    recurrent_kda_prefill(p.args(s.s), options);
+    return p.result();
+  };
+  int identical = 0;
+  for (int round = 0; round < 3; ++round) {
+    refill(p, other, round);
+    const std::vector<std::uint8_t> reference_bits = eager_result(direct);
+    identical += eager_result(split) == reference_bits ? 1 : 0;
+    p.reset();
+    plan.run(p.args(s.s), workspace.data(), plan.workspace_bytes());
+    identical += p.result() == reference_bits ? 1 : 0;
+  }
+  CHECK(identical == 6);
+  Graph graph;
+  capture_run(plan, p, s, workspace, graph);
+  int replays_identical = 0;
+  for (int round = 0; round < 6; ++round) {
+    refill(p, other, round);
+    const std::vector<std::uint8_t> reference_bits = eager_result(direct);
+    p.reset();
+    KDA_CU(cuGraphLaunch, graph.exec, s.s);
+    KDA_CU(cuStreamSynchronize, s.s);
+    replays_identical += p.result() == reference_bits ? 1 : 0;
   }
   CHECK(replays_identical == 6);
 }

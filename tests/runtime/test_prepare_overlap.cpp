@@ -101,6 +101,76 @@ TEST_CASE("prepare overlap: refused where it could deadlock or has nothing to ov
   CHECK(decide_prepare_overlap(k_model, h200(1, 16, 128)).overlap);
 }
 
+namespace {
+
+// sm90_wgmma_c32_split on an H200: a persistent recurrence over every pair,
+// its prepare kernel 256 threads x 64 registers in 42,560 B (four per SM, by
+// registers), the schedule's model (t 0.98 us, rho 0.49, lead 1).
+OverlapRequest h200_split(std::int64_t sequences, std::int64_t heads, std::int64_t chunks) {
+  OverlapRequest r = h200(sequences, heads, chunks);
+  r.prepare = {256, 64, 42'560};
+  r.recurrence = {384, 128, 230'408};
+  r.persistent = true;
+  return r;
+}
+
+const PrepareOverlapModel k_split_model{0.98, 0.49, 0.4, 1, 20.0};
+
+} // namespace
+
+TEST_CASE("prepare split: recurrence CTAs by the model, prepare CTAs by what the other SMs hold",
+          "[runtime][overlap]") {
+  // R = round(132 x 0.98 x 0.49 / (1 + 0.98 x 0.49)) = round(42.8)
+  CHECK(modelled_streams(k_split_model, 132) == 43);
+  CHECK(modelled_streams(PrepareOverlapModel{100.0, 100.0, 0.4, 1, 20.0}, 132) == 131); // at most S - 1
+  CHECK(modelled_streams(PrepareOverlapModel{0.01, 0.01, 0.4, 1, 20.0}, 132) == 1);     // at least 1
+  OverlapRequest r = h200_split(8, 96, 32); // h96_uniform_8x1024
+  // registers bind: 4 x 8 warps x 2,048 = 65,536 (shared memory would hold 5, threads 8)
+  CHECK(prepare_ctas_per_sm(r) == 4);
+  const OverlapDecision d = decide_prepare_overlap(k_split_model, r);
+  REQUIRE(d.overlap);
+  CHECK(d.streams == 43);
+  CHECK(d.prepare_ctas == 43 * (4 * (132 - 43) / 43)); // K = 8: 344 CTAs on the 89 other SMs' 356 places
+  CHECK(d.prepare_ctas == 344);
+  CHECK(d.lead_chunks == 1);
+  CHECK(d.chunk_extent == 1);
+  CHECK_THAT(d.reason, Contains("split, the recurrence on 43 of 132 SMs"));
+  CHECK_THAT(d.reason, Contains("344 prepare CTAs (8 per recurrence CTA)"));
+  // a given R (KDAJIT_PREPARE_STREAMS) replaces the model's and is named
+  r.streams = 50;
+  const OverlapDecision given = decide_prepare_overlap(k_split_model, r);
+  REQUIRE(given.overlap);
+  CHECK(given.streams == 50);
+  CHECK(given.prepare_ctas == 50 * (4 * 82 / 50));
+  CHECK_THAT(given.reason, Contains("KDAJIT_PREPARE_STREAMS"));
+  // fewer items than the model's R: one CTA per item
+  const OverlapDecision few = decide_prepare_overlap(k_split_model, h200_split(1, 20, 80));
+  REQUIRE(few.overlap);
+  CHECK(few.streams == 20);
+  CHECK(few.prepare_ctas == 20 * (4 * 112 / 20));
+}
+
+TEST_CASE("prepare split: refused where it could deadlock, has nothing to walk or no room", "[runtime][overlap]") {
+  OverlapRequest off = h200_split(8, 96, 32);
+  off.allowed = false;
+  CHECK_THAT(decide_prepare_overlap(k_split_model, off).reason, Contains("prepare_overlap = false"));
+  OverlapRequest shared = h200_split(8, 96, 32);
+  shared.recurrence.smem_bytes = 100'000;
+  CHECK_THAT(decide_prepare_overlap(k_split_model, shared).reason, Contains("two recurrence CTAs fit on one SM"));
+  // items of one chunk: all of it in the leading prepare
+  CHECK_THAT(decide_prepare_overlap(k_split_model, h200_split(4096, 32, 1)).reason,
+             Contains("all in the leading prepare"));
+  // (3 - 1) x 8 / (0.49 x 132) = 0.2 us of prepare to take off the critical path
+  CHECK_THAT(decide_prepare_overlap(k_split_model, h200_split(1, 8, 3)).reason, Contains("0.2 us of prepare"));
+  OverlapRequest crowded = h200_split(8, 96, 32);
+  crowded.streams = 131; // one SM left: 4 prepare CTAs for 131 recurrence CTAs
+  CHECK_THAT(decide_prepare_overlap(k_split_model, crowded).reason, Contains("fewer than one per recurrence CTA"));
+  CHECK_THAT(decide_prepare_overlap(k_split_model, h200_split(70'000, 1, 4)).reason, Contains("65,535"));
+  OverlapRequest one_sm = h200_split(8, 96, 32);
+  one_sm.sm_count = 1;
+  CHECK_FALSE(decide_prepare_overlap(k_split_model, one_sm).overlap);
+}
+
 TEST_CASE("stream scratch: per-thread default streams are kept apart, legacy spellings together",
           "[runtime][threads][contract]") {
   void* const context = reinterpret_cast<void*>(0x1000);

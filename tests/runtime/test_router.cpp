@@ -85,7 +85,8 @@ TEST_CASE("router: the shipped schedules are the ones these tests expect", "[run
   CHECK(names == std::vector<std::string>{"portable_c16", "portable_c16_m64", "portable_c16_w8", "sm100_m128_c32", "sm100_m64_c32",
                                           "sm100_n16_c16", "sm120_c32", "sm120_decomposed_c16", "sm90_wgmma_c16",
                                           "sm90_wgmma_c16_fused", "sm90_wgmma_c16_m64", "sm90_wgmma_c16_persistent", "sm90_wgmma_c32",
-                                          "sm90_wgmma_c32_persistent", "token_llvm", "token_llvm_smem"});
+                                          "sm90_wgmma_c32_persistent", "sm90_wgmma_c32_split", "token_llvm",
+                                          "token_llvm_smem"});
   CHECK(shipped("portable_c16").targets ==
         std::vector<std::string>{"sm_80", "sm_90", "sm_100a", "sm_100f", "sm_103a", "sm_120a", "sm_120"});
 }
