@@ -2,6 +2,7 @@
 // recurrence (runtime/prepare_overlap.hpp), on simulated devices: the
 // deadlock-freedom conditions, the per-quadrant register fit, the lead of the
 // throughput model, and the grid limits.
+#include "compiler/schedule_library.hpp"
 #include "runtime/prepare_overlap.hpp"
 #include "runtime/stream_workspace.hpp"
 
@@ -148,6 +149,23 @@ TEST_CASE("prepare split: recurrence CTAs by the model, prepare CTAs by what the
   REQUIRE(few.overlap);
   CHECK(few.streams == 20);
   CHECK(few.prepare_ctas == 20 * (4 * 112 / 20));
+}
+
+TEST_CASE("prepare split: the shipped model takes kdajit selftest's small cases too", "[runtime][overlap]") {
+  const Schedule* split = find_shipped_schedule("sm90_wgmma_c32_split");
+  REQUIRE(split != nullptr);
+  REQUIRE(split->prepare_overlap);
+  const PrepareOverlapModel& m = split->prepare_overlap->model;
+  CHECK(m.min_saving_us == 0.0);
+  CHECK(modelled_streams(m, 132) == 43);
+  // selftest's first case: packed {300, 17, 0, 1000, 65} x H4, 9 chunks per
+  // sequence on average: 20 items, one recurrence CTA each
+  const OverlapDecision small = decide_prepare_overlap(m, h200_split(5, 4, 9));
+  REQUIRE(small.overlap);
+  CHECK(small.streams == 20);
+  CHECK(small.prepare_ctas == 20 * (4 * 112 / 20));
+  // its fixed case: 2 x 200 tokens x H3, 7 chunks each
+  CHECK(decide_prepare_overlap(m, h200_split(2, 3, 7)).streams == 6);
 }
 
 TEST_CASE("prepare split: refused where it could deadlock, has nothing to walk or no room", "[runtime][overlap]") {
