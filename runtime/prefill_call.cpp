@@ -335,24 +335,26 @@ OverlappedLaunches overlapped_launches(const KernelPlan& plan, const runtime::Lo
     return runtime::Dim3{static_cast<unsigned>(p.heads), static_cast<unsigned>(p.num_seqs),
                          static_cast<unsigned>(count)};
   };
-  l.lead_prepare = resolve_launch(module, *prepare, prepare_grid(decision.lead_chunks));
   l.lead_chunks = static_cast<std::int32_t>(decision.lead_chunks);
   if (decision.streams > 0) { // the split: R persistent recurrence CTAs, R x K prepare CTAs walking their items
     l.rest_prepare =
         resolve_launch(module, *prepare, runtime::Dim3{static_cast<unsigned>(decision.prepare_ctas), 1, 1});
     l.recurrence = resolve_launch(module, *recurrence, runtime::Dim3{static_cast<unsigned>(decision.streams), 1, 1});
     l.streams = decision.streams;
+    l.flag_count = workspace_records(plan, p);
     return l;
   }
+  l.lead_prepare = resolve_launch(module, *prepare, prepare_grid(decision.lead_chunks));
   l.rest_prepare = resolve_launch(module, *prepare, prepare_grid(decision.chunk_extent - decision.lead_chunks));
   l.recurrence = resolve_launch(module, *recurrence, grid_of(*recurrence, p, plan, sm_count));
   return l;
 }
 
 // The overlapped launch (runtime/prepare_overlap.hpp): chunk offsets and the
-// leading prepare kernel on the caller's stream; the recurrence on the side
-// stream, forked after the leading prepare; the rest of the chunks prepared
-// beside it; the caller's stream joined to the side stream.
+// leading prepare kernel on the caller's stream (the split: the ready flags
+// zeroed instead); the recurrence on the side stream, forked after it; the
+// rest of the chunks prepared beside it (the split: all of them, by the walk);
+// the caller's stream joined to the side stream.
 void launch_overlapped(const OverlappedLaunches& l, const CallFields& fields, ArgValues& values, CUstream stream,
                        const OverlapChannel& channel) {
   values.set(fields.ready_flags, static_cast<const void*>(channel.flags.flags));
@@ -364,7 +366,14 @@ void launch_overlapped(const OverlappedLaunches& l, const CallFields& fields, Ar
   for (const ResolvedLaunch& table : l.tables) {
     launch_resolved(table, params, stream);
   }
-  launch_resolved(l.lead_prepare, params, stream);
+  if (l.streams > 0) {
+    // the split has no leading prepare to clear the flags on the device (a
+    // planned run waits for the same epoch every time): zero them
+    KDA_CU(cuMemsetD32Async, reinterpret_cast<CUdeviceptr>(channel.flags.flags), 0u,
+           static_cast<std::size_t>(l.flag_count), stream);
+  } else {
+    launch_resolved(l.lead_prepare, params, stream);
+  }
   KDA_CU(cuEventRecord, channel.prepared, stream);
   // The rest of the chunks are enqueued before the recurrence that waits for
   // them, and nothing orders them after it: where kernels run one at a time
@@ -372,7 +381,7 @@ void launch_overlapped(const OverlappedLaunches& l, const CallFields& fields, Ar
   // recurrence starts; otherwise both start when the leading prepare ends.
   // (The driver copied the struct at each launch: changing it now is safe.)
   values.set(fields.chunk_begin, l.lead_chunks);
-  if (l.streams > 0) { // the split: the rest walks the recurrence CTAs' items
+  if (l.streams > 0) { // the split: the walk over the recurrence CTAs' items, from chunk 0
     values.set(fields.chunk_major, std::int32_t{0}).set(fields.prepare_streams, l.streams);
   }
   launch_resolved(l.rest_prepare, params, stream);

@@ -141,11 +141,12 @@ std::vector<ResolvedLaunch> sequential_launches(const KernelPlan& plan, const ru
 /// the chunks beside the recurrence, the recurrence on the side stream.
 struct OverlappedLaunches {
   std::vector<ResolvedLaunch> tables;
-  ResolvedLaunch lead_prepare;
+  ResolvedLaunch lead_prepare; ///< the chunk-major overlap's (the split has none)
   ResolvedLaunch rest_prepare;
   ResolvedLaunch recurrence;
   std::int32_t lead_chunks = 0; ///< the rest's first local chunk
   std::int32_t streams = 0;     ///< the split: the recurrence's CTAs, whose items the rest walks (0: chunk-major)
+  std::int64_t flag_count = 0;  ///< the split: ready flags zeroed before its kernels (the call's records)
 };
 OverlappedLaunches overlapped_launches(const KernelPlan& plan, const runtime::LoadedModule& module,
                                        const ProblemShape& p, const OverlapDecision& decision, int sm_count);

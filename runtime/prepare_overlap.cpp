@@ -79,15 +79,10 @@ OverlapDecision decide_prepare_split(const PrepareOverlapModel& model, const Ove
   if (r.recurrence.smem_bytes + r.sm.reserved_smem_per_block <= r.sm.smem_bytes / 2) {
     return refuse("off: two recurrence CTAs fit on one SM, so one recurrence CTA per SM is not guaranteed");
   }
-  if (r.sequences > k_max_grid_yz) {
-    return refuse(fmt::format("off: the leading prepare grid ({} sequences) exceeds 65,535 blocks in y", r.sequences));
+  if (r.chunks_per_sequence < 1) {
+    return refuse("off: no chunks to prepare");
   }
-  const std::int64_t lead = std::max<std::int64_t>(model.min_lead_chunks, 1);
-  if (r.chunks_per_sequence <= lead) {
-    return refuse(fmt::format("off: {} chunk(s) per sequence on average, all in the leading prepare ({} chunk(s))",
-                              r.chunks_per_sequence, lead));
-  }
-  const std::int64_t walked = (r.chunks_per_sequence - lead) * r.pairs;
+  const std::int64_t walked = r.chunks_per_sequence * r.pairs;
   const double saving_us = static_cast<double>(walked) /
                           (model.prepare_chunks_per_us_per_sm * static_cast<double>(r.sm_count));
   if (saving_us < model.min_saving_us) {
@@ -107,14 +102,12 @@ OverlapDecision decide_prepare_split(const PrepareOverlapModel& model, const Ove
   }
   OverlapDecision d;
   d.overlap = true;
-  d.lead_chunks = lead;
-  d.chunk_extent = lead;
   d.streams = streams;
   d.prepare_ctas = static_cast<std::int64_t>(streams) * per_stream;
   d.reason = fmt::format("on: split, the recurrence on {} of {} SMs{}, {} prepare CTAs ({} per recurrence CTA) walking "
-                         "its items beside it after a leading {} chunk(s) of every pair",
+                         "its items beside it",
                          streams, r.sm_count, r.streams ? " (KDAJIT_PREPARE_STREAMS)" : "", d.prepare_ctas,
-                         per_stream, lead);
+                         per_stream);
   return d;
 }
 

@@ -19,11 +19,10 @@
 /// other's prepare kernels.
 ///
 /// The split (a persistent recurrence, plans whose prepare kernel walks the
-/// items: KernelPlan::prepare_walks_items): prepare the local chunks [0, lead)
-/// of every pair (chunk-major grid; it clears the later ready flags), then the
+/// items: KernelPlan::prepare_walks_items): zero the ready flags, then the
 /// persistent recurrence on R CTAs of the S SMs, one per SM, on the
 /// high-priority stream, beside R x K prepare CTAs whose CTA b prepares every
-/// K-th record of recurrence CTA (b mod R)'s items from the lead on. R = S t ρ
+/// K-th record of recurrence CTA (b mod R)'s items. R = S t ρ
 /// / (1 + t ρ) balances the recurrence's chunk every t µs per CTA against
 /// the prepare kernel's ρ chunks per µs per SM on the other S - R SMs; K is
 /// as many prepare CTAs per recurrence CTA as those SMs hold. Deadlock

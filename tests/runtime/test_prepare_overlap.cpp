@@ -133,8 +133,7 @@ TEST_CASE("prepare split: recurrence CTAs by the model, prepare CTAs by what the
   CHECK(d.streams == 43);
   CHECK(d.prepare_ctas == 43 * (4 * (132 - 43) / 43)); // K = 8: 344 CTAs on the 89 other SMs' 356 places
   CHECK(d.prepare_ctas == 344);
-  CHECK(d.lead_chunks == 1);
-  CHECK(d.chunk_extent == 1);
+  CHECK(d.lead_chunks == 0); // no leading prepare: the flags are zeroed
   CHECK_THAT(d.reason, Contains("split, the recurrence on 43 of 132 SMs"));
   CHECK_THAT(d.reason, Contains("344 prepare CTAs (8 per recurrence CTA)"));
   // a given R (KDAJIT_PREPARE_STREAMS) replaces the model's and is named
@@ -175,15 +174,17 @@ TEST_CASE("prepare split: refused where it could deadlock, has nothing to walk o
   OverlapRequest shared = h200_split(8, 96, 32);
   shared.recurrence.smem_bytes = 100'000;
   CHECK_THAT(decide_prepare_overlap(k_split_model, shared).reason, Contains("two recurrence CTAs fit on one SM"));
-  // items of one chunk: all of it in the leading prepare
-  CHECK_THAT(decide_prepare_overlap(k_split_model, h200_split(4096, 32, 1)).reason,
-             Contains("all in the leading prepare"));
-  // (3 - 1) x 8 / (0.49 x 132) = 0.2 us of prepare to take off the critical path
-  CHECK_THAT(decide_prepare_overlap(k_split_model, h200_split(1, 8, 3)).reason, Contains("0.2 us of prepare"));
+  // no chunks at all
+  CHECK_THAT(decide_prepare_overlap(k_split_model, h200_split(4096, 32, 0)).reason, Contains("no chunks"));
+  // items of one chunk are walked too (no lead takes them): 4,096 x 32 / (0.49 x 132)
+  CHECK(decide_prepare_overlap(k_split_model, h200_split(4096, 32, 1)).overlap);
+  // 3 x 8 / (0.49 x 132) = 0.4 us of prepare to take off the critical path
+  CHECK_THAT(decide_prepare_overlap(k_split_model, h200_split(1, 8, 3)).reason, Contains("0.4 us of prepare"));
   OverlapRequest crowded = h200_split(8, 96, 32);
   crowded.streams = 131; // one SM left: 4 prepare CTAs for 131 recurrence CTAs
   CHECK_THAT(decide_prepare_overlap(k_split_model, crowded).reason, Contains("fewer than one per recurrence CTA"));
-  CHECK_THAT(decide_prepare_overlap(k_split_model, h200_split(70'000, 1, 4)).reason, Contains("65,535"));
+  // more than 65,535 sequences: the walk's grid is one-dimensional
+  CHECK(decide_prepare_overlap(k_split_model, h200_split(70'000, 1, 4)).overlap);
   OverlapRequest one_sm = h200_split(8, 96, 32);
   one_sm.sm_count = 1;
   CHECK_FALSE(decide_prepare_overlap(k_split_model, one_sm).overlap);
