@@ -75,7 +75,8 @@ struct FamilyRecipe {
   /// merged by doubling (= chunk size: forward substitution throughout).
   int inverse_block = 16;
   /// Its prepare kernel has the chunk-major grid and publishes per-record ready
-  /// flags, and its recurrence waits for them (schedule `prepare_overlap`).
+  /// flags, and its recurrence waits for them (schedule `prepare_overlap`); on
+  /// the persistent grid its prepare kernel can walk the recurrence's items.
   bool prepare_overlap = false;
   /// The M tiles its fragments implement (empty: any the schedule may declare).
   std::vector<int> m_tiles;
