@@ -162,8 +162,11 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
       ++standard;
     }
     const bool fla_known = w->fla_ms > 0.0; // the short-sequence workloads have FlashKDA's figure only
-    out << fmt::format("{:<20} {:>9.3f} {:>9.3f} {:>8.0f} {:>7.1f} {:>9.3f} {:>7.2f} {:>9} {:>7}  {}\n", w->name,
-                       t.median_ms, t.min_ms, gbs, t.median_ms / floor_ms, w->flashkda_ms, vs_flashkda,
+    const bool flashkda_known = w->flashkda_ms > 0.0;
+    out << fmt::format("{:<20} {:>9.3f} {:>9.3f} {:>8.0f} {:>7.1f} {:>9} {:>7} {:>9} {:>7}  {}\n", w->name,
+                       t.median_ms, t.min_ms, gbs, t.median_ms / floor_ms,
+                       flashkda_known ? fmt::format("{:.3f}", w->flashkda_ms) : "-",
+                       flashkda_known ? fmt::format("{:.2f}", vs_flashkda) : "-",
                        fla_known ? fmt::format("{:.3f}", w->fla_ms) : "-",
                        fla_known ? fmt::format("{:.2f}", vs_fla) : "-", t.schedule);
     if (!t.prepare_overlap.empty()) {
@@ -190,8 +193,8 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
                        {"min_ms", t.min_ms},
                        {"gb_per_s", gbs},
                        {"x_memory_floor", t.median_ms / floor_ms},
-                       {"flashkda_ms", w->flashkda_ms},
-                       {"speedup_vs_flashkda", vs_flashkda},
+                       {"flashkda_ms", flashkda_known ? nlohmann::json(w->flashkda_ms) : nlohmann::json()},
+                       {"speedup_vs_flashkda", flashkda_known ? nlohmann::json(vs_flashkda) : nlohmann::json()},
                        {"fla_ms", fla_known ? nlohmann::json(w->fla_ms) : nlohmann::json()},
                        {"speedup_vs_fla", fla_known ? nlohmann::json(vs_fla) : nlohmann::json()},
                        {"kernel", t.schedule},

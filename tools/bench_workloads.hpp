@@ -17,7 +17,7 @@ struct BenchWorkload {
   std::string name;
   int heads = 0;
   std::vector<std::int64_t> seqlens; ///< one entry: fixed layout B = 1; several: packed
-  double flashkda_ms = 0.0;          ///< peers on the H200, same settings
+  double flashkda_ms = 0.0;          ///< peers on the H200, same settings; 0: not measured (h32_packed_1024x16)
   double fla_ms = 0.0;               ///< 0: not measured (the short-sequence workloads)
   bool standard = false;             ///< one of the six standard workloads
 };

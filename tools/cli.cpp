@@ -129,7 +129,8 @@ usage:
       of N calls after warm-up, CUDA events, bf16 state updated in place; ms,
       GB/s, ratio to the memory floor and to FlashKDA and FLA on the H200
       ("-" where a peer has no figure: the short-sequence workloads
-      h96_packed_1024x8 and h32_packed_256x64 have FlashKDA's only).
+      h96_packed_1024x8 and h32_packed_256x64 have FlashKDA's only,
+      h32_packed_1024x16 none).
       --schedule S times schedule S wherever it is eligible (else refused),
       --target T compiled for T (a proxy: sm_90a_proxy, sm_120a_proxy);
       --no-overlap runs a prepare_overlap schedule's kernels one after the

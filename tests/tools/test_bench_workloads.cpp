@@ -23,7 +23,8 @@ std::vector<std::string> names(const std::vector<const BenchWorkload*>& workload
 
 TEST_CASE("bench workloads: the shape classes of an H200 (132 SMs)", "[tools][bench]") {
   // pairs: 96, 576, 768, 64, 384, 512 (standard); 16, 256, 8, 64 (small
-  // cases); 98,304 and 8,192 (the short-sequence cases, 8 and 64 tokens each)
+  // cases); 98,304, 8,192 and 32,768 (the short-sequence cases, 8, 64 and
+  // 16 tokens each)
   CHECK(names(workloads_in_class(ShapeClass::few, 132, 32768)) ==
         std::vector<std::string>{"h64_fixed_8192", "h16_fixed_32768", "h8_fixed_2048"});
   CHECK(names(workloads_in_class(ShapeClass::one_wave, 132, 32768)) == std::vector<std::string>{"h96_fixed_8192"});
@@ -31,7 +32,8 @@ TEST_CASE("bench workloads: the shape classes of an H200 (132 SMs)", "[tools][be
         std::vector<std::string>{"h32_uniform_8x4096"});
   CHECK(names(workloads_in_class(ShapeClass::many, 132, 32768)) ==
         std::vector<std::string>{"h96_mixed", "h96_uniform_8x1024", "h64_mixed", "h64_uniform_8x1024"});
-  CHECK(names(workloads_in_class(ShapeClass::many_short, 132, 32768)) == std::vector<std::string>{"h32_packed_256x64"});
+  CHECK(names(workloads_in_class(ShapeClass::many_short, 132, 32768)) ==
+        std::vector<std::string>{"h32_packed_256x64", "h32_packed_1024x16"});
   CHECK(names(workloads_in_class(ShapeClass::many_tiny, 132, 32768)) == std::vector<std::string>{"h96_packed_1024x8"});
   CHECK(workloads_in_class(ShapeClass::few_short, 132, 32768).empty());
   CHECK(workloads_in_class(ShapeClass::few_tiny, 132, 32768).empty());
@@ -61,4 +63,16 @@ TEST_CASE("bench workloads: the short-sequence cases and their floors", "[tools]
   // the memory floors of ../shared/bench/peers-h200.md: 1.733 and 0.282 ms at 4.3 TB/s
   CHECK(static_cast<double>(minimal_bytes(*short8)) / k_h200_copy_bandwidth * 1e3 == Approx(1.733).epsilon(0.002));
   CHECK(static_cast<double>(minimal_bytes(*short64)) / k_h200_copy_bandwidth * 1e3 == Approx(0.282).epsilon(0.003));
+  // the middle of many_short: 1,024 x 16 tokens, H32, no peer figure (bench prints "-")
+  const BenchWorkload* short16 = nullptr;
+  for (const BenchWorkload& w : bench_workloads()) {
+    short16 = w.name == "h32_packed_1024x16" ? &w : short16;
+  }
+  REQUIRE(short16 != nullptr);
+  CHECK(short16->seqlens == std::vector<std::int64_t>(1024, 16));
+  CHECK(short16->flashkda_ms == 0.0);
+  CHECK(short16->fla_ms == 0.0);
+  CHECK(shape_class(1024 * 32, 132, average_tokens(16 * 1024, 1024)) == ShapeClass::many_short);
+  // 32,768 bf16 states of 32 KiB read and written (2.15 GB) and 16,384 tokens x 32 heads (0.67 GB): 0.656 ms
+  CHECK(static_cast<double>(minimal_bytes(*short16)) / k_h200_copy_bandwidth * 1e3 == Approx(0.656).epsilon(0.002));
 }
