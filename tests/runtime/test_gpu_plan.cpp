@@ -83,6 +83,24 @@ void capture_run(const PrefillPlan& plan, const DeviceProblem& p, const Stream& 
          static_cast<unsigned long long>(CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY));
 }
 
+// Replays `graph` `rounds` times with new contents each round (refill) and
+// counts those whose outputs and state equal reference_bits(), computed on
+// the same contents before the replay.
+template <class ReferenceBits>
+int identical_replays(const Graph& graph, DeviceProblem& p, const reference::testing::RandomProblem& other,
+                      const Stream& s, int rounds, ReferenceBits reference_bits) {
+  int identical = 0;
+  for (int round = 0; round < rounds; ++round) {
+    refill(p, other, round);
+    const std::vector<std::uint8_t> expected = reference_bits();
+    p.reset();
+    KDA_CU(cuGraphLaunch, graph.exec, s.s);
+    KDA_CU(cuStreamSynchronize, s.s);
+    identical += p.result() == expected ? 1 : 0;
+  }
+  return identical;
+}
+
 } // namespace
 
 TEST_CASE("gpu plan: run gives the eager call's bits; signature, workspace and capture refusals",
@@ -285,16 +303,7 @@ TEST_CASE("gpu plan: overlapped runs and their replays reset the ready flags on 
 
   Graph graph;
   capture_run(plan, p, s, workspace, graph);
-  int replays_identical = 0;
-  for (int round = 0; round < 6; ++round) {
-    refill(p, other, round);
-    const std::vector<std::uint8_t> eager = eager_result();
-    p.reset();
-    KDA_CU(cuGraphLaunch, graph.exec, s.s);
-    KDA_CU(cuStreamSynchronize, s.s);
-    replays_identical += p.result() == eager ? 1 : 0;
-  }
-  CHECK(replays_identical == 6);
+  CHECK(identical_replays(graph, p, other, s, 6, eager_result) == 6);
 }
 
 TEST_CASE("gpu plan: the split's planned runs and replays equal its eager calls and the direct grid",
@@ -331,16 +340,7 @@ TEST_CASE("gpu plan: the split's planned runs and replays equal its eager calls 
   CHECK(identical == 6);
   Graph graph;
   capture_run(plan, p, s, workspace, graph);
-  int replays_identical = 0;
-  for (int round = 0; round < 6; ++round) {
-    refill(p, other, round);
-    const std::vector<std::uint8_t> reference_bits = eager_result(direct);
-    p.reset();
-    KDA_CU(cuGraphLaunch, graph.exec, s.s);
-    KDA_CU(cuStreamSynchronize, s.s);
-    replays_identical += p.result() == reference_bits ? 1 : 0;
-  }
-  CHECK(replays_identical == 6);
+  CHECK(identical_replays(graph, p, other, s, 6, [&] { return eager_result(direct); }) == 6);
 }
 
 TEST_CASE("gpu plan: a run makes no more driver calls than the eager call", "[gpu][plan][contract]") {
