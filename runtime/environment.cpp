@@ -40,6 +40,16 @@ std::optional<int> parse_positive_count(std::string_view text) {
   return value;
 }
 
+std::optional<SplitOrder> parse_split_order(std::string_view text) {
+  if (text == "streams") {
+    return SplitOrder::streams;
+  }
+  if (text == "programmatic") {
+    return SplitOrder::programmatic;
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 // A switch variable (1 or 0, parse_switch): its value, or `fallback` when it
@@ -92,6 +102,11 @@ std::optional<double> prepare_lead_from_environment() {
 std::optional<int> prepare_streams_from_environment() {
   return measurement_aid("KDAJIT_PREPARE_STREAMS", parse_positive_count, cache::CacheWarning::bad_prepare_streams,
                          "it takes a positive whole number");
+}
+
+std::optional<SplitOrder> split_order_from_environment() {
+  return measurement_aid("KDAJIT_SPLIT_ORDER", parse_split_order, cache::CacheWarning::bad_split_order,
+                         "it takes streams or programmatic");
 }
 
 } // namespace kda::runtime

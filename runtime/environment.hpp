@@ -34,4 +34,17 @@ std::optional<int> parse_positive_count(std::string_view text);
 /// runtime/prepare_overlap), nullopt when unset or malformed (warned once).
 std::optional<int> prepare_streams_from_environment();
 
+/// How the split (runtime/prepare_overlap) orders its two kernels.
+enum class SplitOrder {
+  streams,      ///< the walk on the caller's stream, the recurrence on the high-priority side stream
+  programmatic, ///< both on the caller's stream: the recurrence, then the walk as its programmatic dependent
+};
+
+/// "streams" or "programmatic", or nullopt.
+std::optional<SplitOrder> parse_split_order(std::string_view text);
+
+/// KDAJIT_SPLIT_ORDER=streams|programmatic (a measurement aid: the split's
+/// launch order), nullopt when unset or malformed (warned once).
+std::optional<SplitOrder> split_order_from_environment();
+
 } // namespace kda::runtime

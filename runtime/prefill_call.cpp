@@ -314,6 +314,14 @@ OverlapDecision decide_overlap(const KernelPlan& plan, const runtime::LoadedModu
                                              r.chunk_grid_extent - 1);
     decision.reason += fmt::format(" (lead {} from KDAJIT_PREPARE_LEAD)", decision.lead_chunks);
   }
+  // Measurement aid (docs/runtime.md): KDAJIT_SPLIT_ORDER=programmatic
+  // launches the split's recurrence first and its walk as a programmatic
+  // dependent on the caller's stream; read once per process.
+  static const std::optional<runtime::SplitOrder> k_order = runtime::split_order_from_environment();
+  if (decision.overlap && decision.streams > 0 && k_order == runtime::SplitOrder::programmatic) {
+    decision.programmatic_order = true;
+    decision.reason += " (programmatic order from KDAJIT_SPLIT_ORDER)";
+  }
   return decision;
 }
 
@@ -342,6 +350,10 @@ OverlappedLaunches overlapped_launches(const KernelPlan& plan, const runtime::Lo
     l.recurrence = resolve_launch(module, *recurrence, runtime::Dim3{static_cast<unsigned>(decision.streams), 1, 1});
     l.streams = decision.streams;
     l.flag_count = workspace_records(plan, p);
+    l.programmatic_order = decision.programmatic_order;
+    if (l.programmatic_order) {
+      l.rest_prepare.attributes.order = runtime::StreamOrder::programmatic;
+    }
     return l;
   }
   l.lead_prepare = resolve_launch(module, *prepare, prepare_grid(decision.lead_chunks));
@@ -349,6 +361,26 @@ OverlappedLaunches overlapped_launches(const KernelPlan& plan, const runtime::Lo
   l.recurrence = resolve_launch(module, *recurrence, grid_of(*recurrence, p, plan, sm_count));
   return l;
 }
+
+namespace {
+
+// The split in programmatic order, after its ready flags are zeroed: the
+// recurrence on the caller's stream, then the walk as its programmatic
+// dependent, which starts once every recurrence CTA is resident (the
+// recurrence allows it first thing), so the walk's CTAs take the other SMs.
+// No side stream: the walk never waits, and the stream's later work is
+// ordered after both grids (the GPU contract cases copy the results on the
+// stream right after each call to check it).
+void launch_split_programmatic(const OverlappedLaunches& l, const CallFields& fields, ArgValues& values,
+                               CUstream stream) {
+  values.set(fields.chunk_begin, l.lead_chunks).set(fields.chunk_major, std::int32_t{0});
+  values.set(fields.prepare_streams, l.streams);
+  const std::vector<std::uint8_t>& params = values.packed();
+  launch_resolved(l.recurrence, params, stream);
+  launch_resolved(l.rest_prepare, params, stream);
+}
+
+} // namespace
 
 // The overlapped launch (runtime/prepare_overlap.hpp): chunk offsets and the
 // leading prepare kernel on the caller's stream (the split: the ready flags
@@ -371,6 +403,10 @@ void launch_overlapped(const OverlappedLaunches& l, const CallFields& fields, Ar
     // planned run waits for the same epoch every time): zero them
     KDA_CU(cuMemsetD32Async, reinterpret_cast<CUdeviceptr>(channel.flags.flags), 0u,
            static_cast<std::size_t>(l.flag_count), stream);
+    if (l.programmatic_order) {
+      launch_split_programmatic(l, fields, values, stream);
+      return;
+    }
   } else {
     launch_resolved(l.lead_prepare, params, stream);
   }

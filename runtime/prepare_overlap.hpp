@@ -76,6 +76,7 @@ struct OverlapDecision {
   std::string reason;           ///< why (not), for route explanations and bench output
   int streams = 0;              ///< the split: recurrence CTAs (0: the chunk-major overlap)
   std::int64_t prepare_ctas = 0; ///< the split: prepare CTAs walking their items (streams x K)
+  bool programmatic_order = false; ///< the split: the recurrence, then the walk as its programmatic dependent
 };
 
 /// Registers a block holds: per warp, registers x 32 rounded up to 256.

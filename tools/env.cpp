@@ -29,10 +29,10 @@ namespace kda::tools {
 namespace {
 
 // Variables kdajit reads besides the cache's own (cache_environment_variables).
-constexpr const char* k_other_variables[] = {"KDAJIT_TUNE_FILE",       "KDAJIT_MAX_BYTES",     "KDAJIT_PREPARE_LEAD",
-                                             "KDAJIT_PREPARE_STREAMS", "KDAJIT_NVRTC_LIBRARY", "KDAJIT_BUNDLE_PATH",
-                                             "KDAJIT_DISABLE_JIT",     "KDAJIT_SCHEDULE_PATH", "CUDA_VISIBLE_DEVICES",
-                                             "CUDA_LAUNCH_BLOCKING"};
+constexpr const char* k_other_variables[] = {
+    "KDAJIT_TUNE_FILE",   "KDAJIT_MAX_BYTES",     "KDAJIT_PREPARE_LEAD",  "KDAJIT_PREPARE_STREAMS",
+    "KDAJIT_SPLIT_ORDER", "KDAJIT_NVRTC_LIBRARY", "KDAJIT_BUNDLE_PATH",   "KDAJIT_DISABLE_JIT",
+    "KDAJIT_SCHEDULE_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING"};
 
 nlohmann::json variables_in_effect() {
   nlohmann::json vars = nlohmann::json::object();

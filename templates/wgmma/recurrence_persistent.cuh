@@ -562,6 +562,11 @@ __device__ __forceinline__ void recurrence_persistent(const kda_plan::KdaParams&
   static_assert(R::MMA_FIRST_WARP == 0 && R::PRODUCER_FIRST_WARP == R::MMA_WARPS && R::PRODUCER_WARPS == 4,
                 "MMA warps first, then a producer warpgroup of four warps");
   extern __shared__ __align__(1024) u8 smem[]; // the checkpoint tile's swizzle needs 1024-byte aligned boxes
+  if constexpr (kda_plan::PREPARE_WALKS_ITEMS != 0) {
+    // the split launched in programmatic order: the walk launched after this
+    // grid may start once every CTA of it is resident
+    allow_dependent_launch();
+  }
   const int warp = threadIdx.x >> 5;
   if (threadIdx.x == 0) {
     init_persistent_barriers(smem);

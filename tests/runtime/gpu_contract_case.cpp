@@ -126,6 +126,15 @@ ContractReport run_contract_case(const ContractCase& c) {
   call_options.target = c.target;
   call_options.prepare_overlap = c.prepare_overlap;
   const PrefillResult result = recurrent_kda_prefill(args, call_options);
+  // What the caller enqueues on the call's stream right after it must see
+  // the finished results (every kernel of the call ordered before it).
+  const CUstream stream = static_cast<CUstream>(args.stream);
+  DeviceArray out_copy(out.bytes());
+  DeviceArray state_copy(state.bytes());
+  KDA_CU(cuMemcpyAsync, reinterpret_cast<CUdeviceptr>(out_copy.data()), reinterpret_cast<CUdeviceptr>(out.data()),
+         out.bytes(), stream);
+  KDA_CU(cuMemcpyAsync, reinterpret_cast<CUdeviceptr>(state_copy.data()),
+         reinterpret_cast<CUdeviceptr>(state.data()), state.bytes(), stream);
   ContractReport report;
   report.schedule = result.schedule;
   report.target = result.target;
@@ -137,6 +146,9 @@ ContractReport run_contract_case(const ContractCase& c) {
   const std::vector<std::uint8_t> state_after = state.download_as<std::uint8_t>(state_before.size());
   const std::vector<Bf16> rows_host =
       checkpoints.download_as<Bf16>(static_cast<std::size_t>(row_capacity * heads * k_state));
+  const std::vector<Bf16> out_copied = out_copy.download_as<Bf16>(out_elems);
+  CHECK(std::memcmp(out_copied.data(), out_host.data(), out_elems * sizeof(Bf16)) == 0);
+  CHECK(state_copy.download_as<std::uint8_t>(state_before.size()) == state_after);
   report.hash = 0xcbf29ce484222325ULL;
   mix(report.hash, out_host.data(), out_host.size() * sizeof(Bf16));
   mix(report.hash, state_after.data(), state_after.size());

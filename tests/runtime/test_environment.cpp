@@ -46,6 +46,25 @@ TEST_CASE("KDAJIT_PREPARE_STREAMS takes a positive whole number", "[runtime][env
   cache::reset_warnings_for_testing();
 }
 
+TEST_CASE("KDAJIT_SPLIT_ORDER takes streams or programmatic", "[runtime][environment]") {
+  CHECK(runtime::parse_split_order("streams") == runtime::SplitOrder::streams);
+  CHECK(runtime::parse_split_order("programmatic") == runtime::SplitOrder::programmatic);
+  for (const char* bad : {"", "1", "Programmatic", "streams ", "pdl"}) {
+    INFO(bad);
+    CHECK_FALSE(runtime::parse_split_order(bad).has_value());
+  }
+  cache::reset_warnings_for_testing();
+  ::setenv("KDAJIT_SPLIT_ORDER", "pdl", 1);
+  CHECK_FALSE(runtime::split_order_from_environment().has_value());
+  const cache::WarningSink ignore = [](const std::string&) {};
+  CHECK_FALSE(cache::warn_once(cache::CacheWarning::bad_split_order, ignore, "again")); // warned once
+  ::setenv("KDAJIT_SPLIT_ORDER", "programmatic", 1);
+  CHECK(runtime::split_order_from_environment() == runtime::SplitOrder::programmatic);
+  ::unsetenv("KDAJIT_SPLIT_ORDER");
+  CHECK_FALSE(runtime::split_order_from_environment().has_value());
+  cache::reset_warnings_for_testing();
+}
+
 TEST_CASE("a malformed KDAJIT_DISABLE_JIT or KDAJIT_PREPARE_LEAD leaves the default", "[runtime][environment]") {
   cache::reset_warnings_for_testing();
   ::setenv("KDAJIT_DISABLE_JIT", "yes", 1);
