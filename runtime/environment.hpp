@@ -37,7 +37,7 @@ std::optional<int> prepare_streams_from_environment();
 /// How the split (runtime/prepare_overlap) orders its two kernels.
 enum class SplitOrder {
   streams,      ///< the walk on the caller's stream, the recurrence on the high-priority side stream
-  programmatic, ///< both on the caller's stream: the recurrence, then the walk as its programmatic dependent
+  programmatic, ///< (the default) both on the caller's stream: the recurrence, then the walk as its dependent
 };
 
 /// "streams" or "programmatic", or nullopt.

@@ -314,13 +314,16 @@ OverlapDecision decide_overlap(const KernelPlan& plan, const runtime::LoadedModu
                                              r.chunk_grid_extent - 1);
     decision.reason += fmt::format(" (lead {} from KDAJIT_PREPARE_LEAD)", decision.lead_chunks);
   }
-  // Measurement aid (docs/runtime.md): KDAJIT_SPLIT_ORDER=programmatic
-  // launches the split's recurrence first and its walk as a programmatic
-  // dependent on the caller's stream; read once per process.
+  // The split launches its recurrence first and its walk as a programmatic
+  // dependent on the caller's stream; the measurement aid (docs/runtime.md)
+  // KDAJIT_SPLIT_ORDER=streams puts them on two streams instead. Read once
+  // per process.
   static const std::optional<runtime::SplitOrder> k_order = runtime::split_order_from_environment();
-  if (decision.overlap && decision.streams > 0 && k_order == runtime::SplitOrder::programmatic) {
-    decision.programmatic_order = true;
-    decision.reason += " (programmatic order from KDAJIT_SPLIT_ORDER)";
+  if (decision.overlap && decision.streams > 0) {
+    decision.programmatic_order = k_order != runtime::SplitOrder::streams;
+    if (!decision.programmatic_order) {
+      decision.reason += " (streams order from KDAJIT_SPLIT_ORDER)";
+    }
   }
   return decision;
 }

@@ -267,17 +267,19 @@ TEST_CASE("gpu contract: the split (a persistent recurrence beside the walking p
   same_bits(c, "packed 300 seqs (0..399) H3 bf16 pool, checkpoints, seq_order");
   // at most 32 sequences: the warp table's ranks
   std::vector<std::int64_t> few;
+  // (sizes kept to what the fp64 reference computes in seconds: H16 and
+  // lengths to 1999 took it past a minute)
   for (int i = 0; i < 20; ++i) {
-    few.push_back(static_cast<std::int64_t>(rng() % 2000));
+    few.push_back(static_cast<std::int64_t>(rng() % 1000));
   }
   ContractCase w;
-  w.spec = packed(few, 16);
+  w.spec = packed(few, 4);
   w.fp32_state = true;
   w.seed = 505;
-  same_bits(w, "packed 20 seqs (0..1999) H16 fp32");
-  // the fixed layout, as h96_uniform_8x1024 at a sixth of the heads
+  same_bits(w, "packed 20 seqs (0..999) H4 fp32");
+  // the fixed layout, as h96_uniform_8x1024 at a 24th of the heads
   ContractCase f;
-  f.spec = fixed(8, 1024, 16);
+  f.spec = fixed(8, 1024, 4);
   f.seed = 506;
-  same_bits(f, "fixed B8 T1024 H16 bf16");
+  same_bits(f, "fixed B8 T1024 H4 bf16");
 }
