@@ -125,12 +125,14 @@ ContractReport run_contract_case(const ContractCase& c) {
   call_options.schedule = c.schedule;
   call_options.target = c.target;
   call_options.prepare_overlap = c.prepare_overlap;
-  const PrefillResult result = recurrent_kda_prefill(args, call_options);
   // What the caller enqueues on the call's stream right after it must see
-  // the finished results (every kernel of the call ordered before it).
-  const CUstream stream = static_cast<CUstream>(args.stream);
+  // the finished results (every kernel of the call ordered before it); the
+  // copies' buffers are allocated first, so no allocation sits between the
+  // call and the copies
   DeviceArray out_copy(out.bytes());
   DeviceArray state_copy(state.bytes());
+  const PrefillResult result = recurrent_kda_prefill(args, call_options);
+  const CUstream stream = static_cast<CUstream>(args.stream);
   KDA_CU(cuMemcpyAsync, reinterpret_cast<CUdeviceptr>(out_copy.data()), reinterpret_cast<CUdeviceptr>(out.data()),
          out.bytes(), stream);
   KDA_CU(cuMemcpyAsync, reinterpret_cast<CUdeviceptr>(state_copy.data()),
