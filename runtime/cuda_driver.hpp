@@ -3,7 +3,7 @@
 /// libcuda or its stub). Only cuGetProcAddress_v2 is looked up by name; every
 /// other entry point is resolved through it for the CUDA_VERSION of the headers
 /// (cuda.h maps names to versioned symbols, e.g. cuMemAlloc → cuMemAlloc_v2, so
-/// dlsym names are never guessed). cuda.h is included for its types only.
+/// dlsym names are never guessed). cuda.h and cudaProfiler.h are included for their types only.
 ///
 /// A machine without a driver or GPU is a state, not a crash: driver_status()
 /// says why and kdajit runs compile-only. All error checking of driver calls
@@ -13,6 +13,7 @@
 #include "compiler/errors.hpp"
 
 #include <cuda.h>
+#include <cudaProfiler.h>
 
 #include <cstdint>
 #include <string>
@@ -32,7 +33,8 @@ namespace kda::runtime {
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy) X(cuPointerGetAttribute)                    \
   X(cuTensorMapEncodeTiled) X(cuStreamCreateWithPriority) X(cuCtxGetStreamPriorityRange) X(cuStreamWaitEvent)  \
   X(cuMemsetD32Async) X(cuStreamIsCapturing) X(cuLaunchKernelEx) X(cuStreamBeginCapture) X(cuStreamEndCapture)    \
-  X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
+  X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuProfilerStart)  \
+  X(cuProfilerStop)
 
 /// The driver entry points kdajit calls. Members carry the driver's names (as
 /// cuda.h spells them after its versioning macros, so `api.cuMemAlloc(...)`

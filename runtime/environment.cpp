@@ -47,6 +47,9 @@ std::optional<SplitOrder> parse_split_order(std::string_view text) {
   if (text == "programmatic") {
     return SplitOrder::programmatic;
   }
+  if (text == "serial") {
+    return SplitOrder::serial;
+  }
   return std::nullopt;
 }
 
@@ -106,7 +109,7 @@ std::optional<int> prepare_streams_from_environment() {
 
 std::optional<SplitOrder> split_order_from_environment() {
   return measurement_aid("KDAJIT_SPLIT_ORDER", parse_split_order, cache::CacheWarning::bad_split_order,
-                         "it takes streams or programmatic");
+                         "it takes programmatic, streams or serial");
 }
 
 } // namespace kda::runtime

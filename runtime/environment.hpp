@@ -36,14 +36,15 @@ std::optional<int> prepare_streams_from_environment();
 
 /// How the split (runtime/prepare_overlap) orders its two kernels.
 enum class SplitOrder {
-  streams,      ///< the walk on the caller's stream, the recurrence on the high-priority side stream
   programmatic, ///< (the default) both on the caller's stream: the recurrence, then the walk as its dependent
+  streams,      ///< the walk on the caller's stream, the recurrence on the high-priority side stream
+  serial,       ///< both on the caller's stream: the walk to its end, then the recurrence (every record ready)
 };
 
-/// "streams" or "programmatic", or nullopt.
+/// "programmatic", "streams" or "serial", or nullopt.
 std::optional<SplitOrder> parse_split_order(std::string_view text);
 
-/// KDAJIT_SPLIT_ORDER=streams|programmatic (a measurement aid: the split's
+/// KDAJIT_SPLIT_ORDER=programmatic|streams|serial (a measurement aid: the split's
 /// launch order), nullopt when unset or malformed (warned once).
 std::optional<SplitOrder> split_order_from_environment();
 

@@ -316,13 +316,14 @@ OverlapDecision decide_overlap(const KernelPlan& plan, const runtime::LoadedModu
   }
   // The split launches its recurrence first and its walk as a programmatic
   // dependent on the caller's stream; the measurement aid (docs/runtime.md)
-  // KDAJIT_SPLIT_ORDER=streams puts them on two streams instead. Read once
-  // per process.
+  // KDAJIT_SPLIT_ORDER=streams puts them on two streams instead, =serial
+  // runs the walk to its end before the recurrence. Read once per process.
   static const std::optional<runtime::SplitOrder> k_order = runtime::split_order_from_environment();
-  if (decision.overlap && decision.streams > 0) {
-    decision.programmatic_order = k_order != runtime::SplitOrder::streams;
-    if (!decision.programmatic_order) {
-      decision.reason += " (streams order from KDAJIT_SPLIT_ORDER)";
+  if (decision.overlap && decision.streams > 0 && k_order) {
+    decision.split_order = *k_order;
+    if (*k_order != runtime::SplitOrder::programmatic) {
+      decision.reason += fmt::format(" ({} order from KDAJIT_SPLIT_ORDER)",
+                                     *k_order == runtime::SplitOrder::streams ? "streams" : "serial");
     }
   }
   return decision;
@@ -353,8 +354,8 @@ OverlappedLaunches overlapped_launches(const KernelPlan& plan, const runtime::Lo
     l.recurrence = resolve_launch(module, *recurrence, runtime::Dim3{static_cast<unsigned>(decision.streams), 1, 1});
     l.streams = decision.streams;
     l.flag_count = workspace_records(plan, p);
-    l.programmatic_order = decision.programmatic_order;
-    if (l.programmatic_order) {
+    l.split_order = decision.split_order;
+    if (l.split_order == runtime::SplitOrder::programmatic) {
       l.rest_prepare.attributes.order = runtime::StreamOrder::programmatic;
     }
     return l;
@@ -374,11 +375,22 @@ namespace {
 // No side stream: the walk never waits, and the stream's later work is
 // ordered after both grids (the GPU contract cases copy the results on the
 // stream right after each call to check it).
-void launch_split_programmatic(const OverlappedLaunches& l, const CallFields& fields, ArgValues& values,
-                               CUstream stream) {
+//
+// The serial order (a measurement aid, KDAJIT_SPLIT_ORDER=serial) puts the
+// walk first, in plain stream order: it never waits, so it runs to its end,
+// and the recurrence after it finds every record ready. The two kernels then
+// take their own time, as a profiler that serializes kernels needs (in the
+// programmatic order it would run the recurrence alone, waiting for ever).
+void launch_split_on_caller_stream(const OverlappedLaunches& l, const CallFields& fields, ArgValues& values,
+                                   CUstream stream) {
   values.set(fields.chunk_begin, l.lead_chunks).set(fields.chunk_major, std::int32_t{0});
   values.set(fields.prepare_streams, l.streams);
   const std::vector<std::uint8_t>& params = values.packed();
+  if (l.split_order == runtime::SplitOrder::serial) {
+    launch_resolved(l.rest_prepare, params, stream);
+    launch_resolved(l.recurrence, params, stream);
+    return;
+  }
   launch_resolved(l.recurrence, params, stream);
   launch_resolved(l.rest_prepare, params, stream);
 }
@@ -406,8 +418,8 @@ void launch_overlapped(const OverlappedLaunches& l, const CallFields& fields, Ar
     // planned run waits for the same epoch every time): zero them
     KDA_CU(cuMemsetD32Async, reinterpret_cast<CUdeviceptr>(channel.flags.flags), 0u,
            static_cast<std::size_t>(l.flag_count), stream);
-    if (l.programmatic_order) {
-      launch_split_programmatic(l, fields, values, stream);
+    if (l.split_order != runtime::SplitOrder::streams) {
+      launch_split_on_caller_stream(l, fields, values, stream);
       return;
     }
   } else {

@@ -147,7 +147,7 @@ struct OverlappedLaunches {
   std::int32_t lead_chunks = 0; ///< the rest's first local chunk
   std::int32_t streams = 0;     ///< the split: the recurrence's CTAs, whose items the rest walks (0: chunk-major)
   std::int64_t flag_count = 0;  ///< the split: ready flags zeroed before its kernels (the call's records)
-  bool programmatic_order = false; ///< the split: both kernels on the caller's stream, the walk programmatic
+  runtime::SplitOrder split_order = runtime::SplitOrder::programmatic; ///< the split's launch order
 };
 OverlappedLaunches overlapped_launches(const KernelPlan& plan, const runtime::LoadedModule& module,
                                        const ProblemShape& p, const OverlapDecision& decision, int sm_count);

@@ -20,9 +20,10 @@
 ///
 /// The split (a persistent recurrence, plans whose prepare kernel walks the
 /// items: KernelPlan::prepare_walks_items): zero the ready flags, then the
-/// persistent recurrence on R CTAs of the S SMs, one per SM, on the
-/// high-priority stream, beside R x K prepare CTAs whose CTA b prepares every
-/// K-th record of recurrence CTA (b mod R)'s items. R = S t ρ
+/// persistent recurrence on R CTAs of the S SMs, one per SM, beside R x K
+/// prepare CTAs (its programmatic dependent on the caller's stream,
+/// runtime/prefill_call) whose CTA b prepares every K-th record of
+/// recurrence CTA (b mod R)'s items. R = S t ρ
 /// / (1 + t ρ) balances the recurrence's chunk every t µs per CTA against
 /// the prepare kernel's ρ chunks per µs per SM on the other S - R SMs; K is
 /// as many prepare CTAs per recurrence CTA as those SMs hold. Deadlock
@@ -32,6 +33,7 @@
 #pragma once
 
 #include "compiler/kernel_plan.hpp"
+#include "runtime/environment.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -76,7 +78,7 @@ struct OverlapDecision {
   std::string reason;           ///< why (not), for route explanations and bench output
   int streams = 0;              ///< the split: recurrence CTAs (0: the chunk-major overlap)
   std::int64_t prepare_ctas = 0; ///< the split: prepare CTAs walking their items (streams x K)
-  bool programmatic_order = false; ///< the split: the recurrence, then the walk as its programmatic dependent
+  runtime::SplitOrder split_order = runtime::SplitOrder::programmatic; ///< the split's launch order
 };
 
 /// Registers a block holds: per warp, registers x 32 rounded up to 256.

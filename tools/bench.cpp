@@ -1,5 +1,5 @@
 // kdajit bench [--cases a,b] [--iters N] [--warmup N] [--cold] [--schedule S [--target T]] [--no-overlap] [--back-to-back]
-//              [--pool] [--pool-slots S] [--checkpoint-every P] [--planned] [--json]
+//              [--pool] [--pool-slots S] [--checkpoint-every P] [--planned] [--profile-range] [--json]
 // Times recurrent_kda_prefill on the workloads of peers-h200.md under the
 // peers' settings: fresh random inputs, the same buffers every call, 20
 // warm-up calls, median of 100 calls timed with CUDA events, bf16 state given
@@ -14,7 +14,10 @@
 // states scattered over twice as many slots, or over S with --pool-slots S)
 // and with native checkpoints; workloads without a FLA figure print "-";
 // --planned also times PrefillPlan::run and the replay of a CUDA graph of one
-// run, with their host times.
+// run, with their host times. --profile-range brackets each workload's timed
+// calls with cuProfilerStart / cuProfilerStop, for a profiler's range replay
+// (ncu --replay-mode app-range --profile-from-start off): the metrics of
+// whole calls whose kernels run at the same time.
 #include "runtime/context.hpp"
 #include "runtime/cuda_driver.hpp"
 #include "runtime/device_info.hpp"
@@ -62,7 +65,7 @@ std::vector<std::string> split(const std::string& s) {
 
 int bench_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   const ParsedArgs parsed =
-      parse_args(args, {"--json", "--cold", "--no-overlap", "--back-to-back", "--pool", "--planned"},
+      parse_args(args, {"--json", "--cold", "--no-overlap", "--back-to-back", "--pool", "--planned", "--profile-range"},
                  {"--cases", "--iters", "--warmup", "--seed", "--schedule", "--target", "--checkpoint-every",
                   "--pool-slots"});
   CallFeatures features;
@@ -152,7 +155,7 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
       }
       first = false;
     }
-    const Timing t = time_calls(wl, warmup, iters, options);
+    const Timing t = time_calls(wl, warmup, iters, options, CallPath::eager, parsed.has("--profile-range"));
     const double gbs = static_cast<double>(bytes) / (t.median_ms * 1e-3) / 1e9;
     const double floor_ms = static_cast<double>(bytes) / k_h200_copy_bandwidth * 1e3;
     const double vs_flashkda = w->flashkda_ms / t.median_ms;

@@ -274,7 +274,8 @@ private:
 
 } // namespace
 
-Timing time_calls(const Workload& wl, int warmup, int iters, const PrefillOptions& options, CallPath path) {
+Timing time_calls(const Workload& wl, int warmup, int iters, const PrefillOptions& options, CallPath path,
+                  bool profile_range) {
   Caller caller(wl, options, path);
   CUevent start = nullptr;
   CUevent stop = nullptr;
@@ -283,6 +284,9 @@ Timing time_calls(const Workload& wl, int warmup, int iters, const PrefillOption
   Timing t;
   std::vector<double> ms;
   for (int i = 0; i < warmup + iters; ++i) {
+    if (profile_range && i == warmup) {
+      KDA_CU(cuProfilerStart);
+    }
     KDA_CU(cuEventRecord, start, caller.stream());
     caller.call(i);
     KDA_CU(cuEventRecord, stop, caller.stream());
@@ -292,6 +296,9 @@ Timing time_calls(const Workload& wl, int warmup, int iters, const PrefillOption
     if (i >= warmup) {
       ms.push_back(elapsed);
     }
+  }
+  if (profile_range) {
+    KDA_CU(cuProfilerStop);
   }
   t.schedule = caller.description();
   t.prepare_overlap = caller.prepare_overlap();

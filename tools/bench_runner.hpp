@@ -86,9 +86,11 @@ struct Timing {
 /// run per buffer set, replayed.
 enum class CallPath { eager, planned, graph };
 
-/// Median and minimum of `iters` calls after `warmup`, each timed with CUDA events.
+/// Median and minimum of `iters` calls after `warmup`, each timed with CUDA
+/// events; with `profile_range`, the timed calls between cuProfilerStart and
+/// cuProfilerStop (a range for a profiler's range replay).
 Timing time_calls(const Workload& wl, int warmup, int iters, const PrefillOptions& options = {},
-                  CallPath path = CallPath::eager);
+                  CallPath path = CallPath::eager, bool profile_range = false);
 
 /// Host time of one call: the least of five loops of `calls` calls enqueued
 /// one after another on the path (the kernel ready; a context

@@ -124,7 +124,7 @@ usage:
       reads it over the tables shipped in tuning/*.json, entry by entry.
   kdajit bench [--cases a,b] [--iters N] [--warmup N] [--cold] [--schedule S [--target T]] [--no-overlap]
                [--back-to-back]
-               [--pool] [--pool-slots S] [--checkpoint-every P] [--planned] [--json]
+               [--pool] [--pool-slots S] [--checkpoint-every P] [--planned] [--profile-range] [--json]
       Time recurrent_kda_prefill on the peers' workloads (GPU needed): median
       of N calls after warm-up, CUDA events, bf16 state updated in place; ms,
       GB/s, ratio to the memory floor and to FlashKDA and FLA on the H200
@@ -143,6 +143,9 @@ usage:
       slot); --pool-slots S: a pool of S slots (at least N; the sequences
       S / N slots apart); --checkpoint-every P: native checkpoints every P tokens;
       --planned: also PrefillPlan::run and a CUDA graph of one run replayed.
+      --profile-range: each workload's timed calls between cuProfilerStart and
+      cuProfilerStop, for a profiler's range replay (ncu --replay-mode
+      app-range --profile-from-start off: whole calls, kernels side by side).
       The first workload's host time per call is printed for each path, with
       the driver calls it makes and its time outside them.
   kdajit first-call [--workload W] [--processes N] [--json]

@@ -46,10 +46,11 @@ TEST_CASE("KDAJIT_PREPARE_STREAMS takes a positive whole number", "[runtime][env
   cache::reset_warnings_for_testing();
 }
 
-TEST_CASE("KDAJIT_SPLIT_ORDER takes streams or programmatic", "[runtime][environment]") {
+TEST_CASE("KDAJIT_SPLIT_ORDER takes programmatic, streams or serial", "[runtime][environment]") {
   CHECK(runtime::parse_split_order("streams") == runtime::SplitOrder::streams);
   CHECK(runtime::parse_split_order("programmatic") == runtime::SplitOrder::programmatic);
-  for (const char* bad : {"", "1", "Programmatic", "streams ", "pdl"}) {
+  CHECK(runtime::parse_split_order("serial") == runtime::SplitOrder::serial);
+  for (const char* bad : {"", "1", "Programmatic", "streams ", "pdl", "sequential"}) {
     INFO(bad);
     CHECK_FALSE(runtime::parse_split_order(bad).has_value());
   }

@@ -83,6 +83,8 @@ const std::vector<Variants>& table() {
       {"cuGraphLaunch", {10000}, 10000},
       {"cuGraphExecDestroy", {10000}, 10000},
       {"cuGraphDestroy", {10000}, 10000},
+      {"cuProfilerStart", {4000}, 4000},
+      {"cuProfilerStop", {4000}, 4000},
   };
   return k_table;
 }
