@@ -24,6 +24,9 @@ using HeadRecurrence =
 
 /// Validates the call, then runs `recurrence` on every (sequence, head) and
 /// applies the state I/O semantics of spec 1.4 / 1.5. Throws TensorError.
+/// The pairs run on several threads at once (the results are the same bit
+/// for bit), so `recurrence` must be callable concurrently; in order, on one
+/// thread, when two sequences name the same pool slot.
 PrefillResult run_prefill(const PrefillInputs& inputs, const PrefillOptions& options,
                           const HeadRecurrence& recurrence);
 

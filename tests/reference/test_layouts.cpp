@@ -160,3 +160,36 @@ TEST_CASE("sequences are independent", "[reference][layout]") {
   CHECK(state(before, 1) != state(after, 1));
   CHECK(state(before, 2) == state(after, 2));
 }
+
+TEST_CASE("a call of many pairs, run on several threads, equals one call per sequence bit for bit",
+          "[reference][layout]") {
+  // 6 x 4 = 24 pairs run on up to six threads (prefill_driver); a call of one
+  // sequence (4 pairs) runs on one.
+  const std::vector<std::int64_t> lengths = {9, 0, 17, 5, 33, 12};
+  constexpr std::int64_t heads = 4;
+  RandomProblem problem(ProblemSpec{1, 0, heads, lengths, GateDistribution::standard, 0}, 661);
+  PrefillOptions options;
+  options.output_final_state = true;
+  const PrefillResult whole = run_reference_prefill(problem.inputs(), options);
+  std::int64_t begin = 0;
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    const std::int64_t length = lengths[i];
+    RandomProblem one(ProblemSpec{1, 0, heads, {length}, GateDistribution::standard, 0}, 662 + i);
+    const auto row0 = static_cast<std::ptrdiff_t>(begin * heads * k_head_dim);
+    const auto rows = static_cast<std::ptrdiff_t>(length * heads * k_head_dim);
+    for (auto [from, to] : {std::pair{&problem.q, &one.q}, std::pair{&problem.k, &one.k},
+                            std::pair{&problem.v, &one.v}, std::pair{&problem.g, &one.g}}) {
+      std::copy(from->begin() + row0, from->begin() + row0 + rows, to->begin());
+    }
+    std::copy_n(problem.beta.begin() + begin * heads, length * heads, one.beta.begin());
+    one.a_log = problem.a_log;
+    one.dt_bias = problem.dt_bias;
+    const PrefillResult alone = run_reference_prefill(one.inputs(), options);
+    CAPTURE(i, length);
+    CHECK(std::equal(alone.output.begin(), alone.output.end(), whole.output.begin() + row0));
+    const auto state0 = static_cast<std::ptrdiff_t>(state_index(static_cast<std::int64_t>(i), 0, heads, 0, 0));
+    CHECK(std::equal(alone.final_state.begin(), alone.final_state.end(), whole.final_state.begin() + state0));
+    CHECK_FALSE(has_nan(alone.final_state));
+    begin += length;
+  }
+}
