@@ -31,10 +31,15 @@ std::optional<double> parse_fraction(std::string_view text) {
 }
 
 std::optional<int> parse_positive_count(std::string_view text) {
-  int value = 0;
+  const std::optional<int> value = parse_count(text);
+  return value && *value >= 1 ? value : std::nullopt;
+}
+
+std::optional<int> parse_count(std::string_view text) {
+  int value = -1;
   const char* end = text.data() + text.size();
   const auto [stop, error] = std::from_chars(text.data(), end, value);
-  if (text.empty() || error != std::errc() || stop != end || value < 1) {
+  if (text.empty() || error != std::errc() || stop != end || value < 0) {
     return std::nullopt;
   }
   return value;
@@ -105,6 +110,11 @@ std::optional<double> prepare_lead_from_environment() {
 std::optional<int> prepare_streams_from_environment() {
   return measurement_aid("KDAJIT_PREPARE_STREAMS", parse_positive_count, cache::CacheWarning::bad_prepare_streams,
                          "it takes a positive whole number");
+}
+
+std::optional<int> split_window_from_environment() {
+  return measurement_aid("KDAJIT_SPLIT_WINDOW", parse_count, cache::CacheWarning::bad_split_window,
+                         "it takes a whole number of records (0: no bound)");
 }
 
 std::optional<SplitOrder> split_order_from_environment() {
