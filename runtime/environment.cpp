@@ -112,6 +112,12 @@ std::optional<int> prepare_streams_from_environment() {
                          "it takes a positive whole number");
 }
 
+bool kernels_may_run_one_at_a_time() {
+  const char* blocking = std::getenv("CUDA_LAUNCH_BLOCKING");
+  const char* injection = std::getenv("CUDA_INJECTION64_PATH");
+  return (blocking != nullptr && std::string_view(blocking) == "1") || (injection != nullptr && *injection != '\0');
+}
+
 std::optional<int> split_window_from_environment() {
   return measurement_aid("KDAJIT_SPLIT_WINDOW", parse_count, cache::CacheWarning::bad_split_window,
                          "it takes a whole number of records (0: no bound)");

@@ -52,6 +52,11 @@ enum class SplitOrder {
 /// "programmatic", "streams" or "serial", or nullopt.
 std::optional<SplitOrder> parse_split_order(std::string_view text);
 
+/// Whether kernels may run one at a time in this process: CUDA_LAUNCH_BLOCKING
+/// is 1, or a tool is injected into the driver (CUDA_INJECTION64_PATH: a
+/// profiler or a sanitizer, several of which serialize kernels).
+bool kernels_may_run_one_at_a_time();
+
 /// KDAJIT_SPLIT_ORDER=programmatic|streams|serial (a measurement aid: the split's
 /// launch order), nullopt when unset or malformed (warned once).
 std::optional<SplitOrder> split_order_from_environment();

@@ -324,13 +324,23 @@ OverlapDecision decide_overlap(const KernelPlan& plan, const runtime::LoadedModu
   // The split launches its recurrence first and its walk as a programmatic
   // dependent on the caller's stream; the measurement aid (docs/runtime.md)
   // KDAJIT_SPLIT_ORDER=streams puts them on two streams instead, =serial
-  // runs the walk to its end before the recurrence. Read once per process.
+  // runs the walk to its end before the recurrence. Where kernels may run one
+  // at a time (CUDA_LAUNCH_BLOCKING=1, a profiler or sanitizer injected), the
+  // programmatic order would run the recurrence alone, waiting for ever: the
+  // split then takes the serial order unless KDAJIT_SPLIT_ORDER names one.
+  // Read once per process.
   static const std::optional<runtime::SplitOrder> k_order = runtime::split_order_from_environment();
-  if (decision.overlap && decision.streams > 0 && k_order) {
-    decision.split_order = *k_order;
-    if (*k_order != runtime::SplitOrder::programmatic) {
-      decision.reason += fmt::format(" ({} order from KDAJIT_SPLIT_ORDER)",
-                                     *k_order == runtime::SplitOrder::streams ? "streams" : "serial");
+  static const bool k_one_at_a_time = runtime::kernels_may_run_one_at_a_time();
+  if (decision.overlap && decision.streams > 0) {
+    if (k_order) {
+      decision.split_order = *k_order;
+      if (*k_order != runtime::SplitOrder::programmatic) {
+        decision.reason += fmt::format(" ({} order from KDAJIT_SPLIT_ORDER)",
+                                       *k_order == runtime::SplitOrder::streams ? "streams" : "serial");
+      }
+    } else if (k_one_at_a_time) {
+      decision.split_order = runtime::SplitOrder::serial;
+      decision.reason += " (serial order: CUDA_LAUNCH_BLOCKING=1 or a tool injected, which may run kernels one at a time)";
     }
   }
   return decision;

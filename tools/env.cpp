@@ -32,7 +32,7 @@ namespace {
 constexpr const char* k_other_variables[] = {
     "KDAJIT_TUNE_FILE",   "KDAJIT_MAX_BYTES",     "KDAJIT_PREPARE_LEAD",  "KDAJIT_PREPARE_STREAMS",
     "KDAJIT_SPLIT_ORDER", "KDAJIT_SPLIT_WINDOW", "KDAJIT_NVRTC_LIBRARY", "KDAJIT_BUNDLE_PATH",   "KDAJIT_DISABLE_JIT",
-    "KDAJIT_SCHEDULE_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING"};
+    "KDAJIT_SCHEDULE_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING", "CUDA_INJECTION64_PATH"};
 
 nlohmann::json variables_in_effect() {
   nlohmann::json vars = nlohmann::json::object();

@@ -67,6 +67,28 @@ TEST_CASE("KDAJIT_SPLIT_WINDOW takes a whole number, 0 included", "[runtime][env
   cache::reset_warnings_for_testing();
 }
 
+TEST_CASE("kernels may run one at a time under CUDA_LAUNCH_BLOCKING=1 or an injected tool", "[runtime][environment]") {
+  const char* injected = std::getenv("CUDA_INJECTION64_PATH");
+  const std::string saved = injected != nullptr ? injected : "";
+  ::unsetenv("CUDA_INJECTION64_PATH");
+  ::unsetenv("CUDA_LAUNCH_BLOCKING");
+  CHECK_FALSE(runtime::kernels_may_run_one_at_a_time());
+  ::setenv("CUDA_LAUNCH_BLOCKING", "0", 1);
+  CHECK_FALSE(runtime::kernels_may_run_one_at_a_time());
+  ::setenv("CUDA_LAUNCH_BLOCKING", "1", 1);
+  CHECK(runtime::kernels_may_run_one_at_a_time());
+  ::unsetenv("CUDA_LAUNCH_BLOCKING");
+  ::setenv("CUDA_INJECTION64_PATH", "/opt/tool/libinjection.so", 1);
+  CHECK(runtime::kernels_may_run_one_at_a_time());
+  ::setenv("CUDA_INJECTION64_PATH", "", 1);
+  CHECK_FALSE(runtime::kernels_may_run_one_at_a_time());
+  if (injected != nullptr) {
+    ::setenv("CUDA_INJECTION64_PATH", saved.c_str(), 1);
+  } else {
+    ::unsetenv("CUDA_INJECTION64_PATH");
+  }
+}
+
 TEST_CASE("KDAJIT_SPLIT_ORDER takes programmatic, streams or serial", "[runtime][environment]") {
   CHECK(runtime::parse_split_order("streams") == runtime::SplitOrder::streams);
   CHECK(runtime::parse_split_order("programmatic") == runtime::SplitOrder::programmatic);
