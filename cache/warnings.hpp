@@ -22,8 +22,7 @@ enum class CacheWarning {
   bad_disable_jit, ///< KDAJIT_DISABLE_JIT is neither 0 nor 1 (runtime/environment.hpp)
   bad_prepare_lead, ///< KDAJIT_PREPARE_LEAD is not a fraction (runtime/environment.hpp)
   bad_prepare_streams, ///< KDAJIT_PREPARE_STREAMS is not a positive count (runtime/environment.hpp)
-  bad_split_order, ///< KDAJIT_SPLIT_ORDER is not programmatic, streams or serial (runtime/environment.hpp)
-  bad_split_window, ///< KDAJIT_SPLIT_WINDOW is not a count (runtime/environment.hpp)
+  bad_split_order, ///< KDAJIT_SPLIT_ORDER is neither streams nor programmatic (runtime/environment.hpp)
   bad_tiered,      ///< KDAJIT_TIERED is neither 0 nor 1 (runtime/environment.hpp)
   count_           // not a warning: the number of enumerators
 };

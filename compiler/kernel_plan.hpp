@@ -120,9 +120,8 @@ struct ArgField {
 struct ArgAbi {
   /// 2: ready_flags, ready_epoch, chunk_begin, chunk_major; 3: TMA tensor maps
   /// (plans that load with TMA); 4: state pools, seq_order, checkpoints; 5:
-  /// prepare_streams (a prepare kernel walking a persistent recurrence's items);
-  /// 6: split_progress, split_window (the walk's bounded lead)
-  int version = 6;
+  /// prepare_streams (a prepare kernel walking a persistent recurrence's items)
+  int version = 5;
   std::vector<ArgField> fields;
   std::int64_t size = 0;
   std::int64_t alignment = 8;

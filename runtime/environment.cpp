@@ -31,15 +31,10 @@ std::optional<double> parse_fraction(std::string_view text) {
 }
 
 std::optional<int> parse_positive_count(std::string_view text) {
-  const std::optional<int> value = parse_count(text);
-  return value && *value >= 1 ? value : std::nullopt;
-}
-
-std::optional<int> parse_count(std::string_view text) {
-  int value = -1;
+  int value = 0;
   const char* end = text.data() + text.size();
   const auto [stop, error] = std::from_chars(text.data(), end, value);
-  if (text.empty() || error != std::errc() || stop != end || value < 0) {
+  if (text.empty() || error != std::errc() || stop != end || value < 1) {
     return std::nullopt;
   }
   return value;
@@ -116,11 +111,6 @@ bool kernels_may_run_one_at_a_time() {
   const char* blocking = std::getenv("CUDA_LAUNCH_BLOCKING");
   const char* injection = std::getenv("CUDA_INJECTION64_PATH");
   return (blocking != nullptr && std::string_view(blocking) == "1") || (injection != nullptr && *injection != '\0');
-}
-
-std::optional<int> split_window_from_environment() {
-  return measurement_aid("KDAJIT_SPLIT_WINDOW", parse_count, cache::CacheWarning::bad_split_window,
-                         "it takes a whole number of records (0: no bound)");
 }
 
 std::optional<SplitOrder> split_order_from_environment() {

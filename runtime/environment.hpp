@@ -30,17 +30,9 @@ std::optional<double> prepare_lead_from_environment();
 /// A positive whole number (at most 2^31 - 1) written in decimal, or nullopt.
 std::optional<int> parse_positive_count(std::string_view text);
 
-/// A whole number from 0 to 2^31 - 1 written in decimal, or nullopt.
-std::optional<int> parse_count(std::string_view text);
-
 /// KDAJIT_PREPARE_STREAMS=R (a measurement aid: the split's recurrence CTAs,
 /// runtime/prepare_overlap), nullopt when unset or malformed (warned once).
 std::optional<int> prepare_streams_from_environment();
-
-/// KDAJIT_SPLIT_WINDOW=W (a measurement aid: how many records the split's
-/// walk may run ahead of the recurrence's reads, 0 for no bound), nullopt
-/// when unset or malformed (warned once).
-std::optional<int> split_window_from_environment();
 
 /// How the split (runtime/prepare_overlap) orders its two kernels.
 enum class SplitOrder {

@@ -135,7 +135,7 @@ PrefillResult recurrent_kda_prefill(const PrefillArgs& args, const PrefillOption
   result.prepare_overlap_reason = overlap.reason;
   const CUstream stream = static_cast<CUstream>(args.stream);
   if (overlap.overlap) {
-    const ReadyFlags flags = scratch.ready_flags(overlap_flag_words(plan, p, overlap));
+    const ReadyFlags flags = scratch.ready_flags(workspace_records(plan, p));
     const OverlapLane lane = acquire_overlap_lane(runtime::ensure_current_context());
     launch_overlapped(overlapped_launches(plan, *k.module, p, overlap, s.device->info.sm_count), fields, values, stream,
                       OverlapChannel{lane.side, lane.prepared, lane.finished, flags, lane.priority});

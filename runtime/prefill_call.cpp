@@ -226,10 +226,6 @@ std::int64_t workspace_records(const KernelPlan& plan, const ProblemShape& p) {
   return chunks * p.heads;
 }
 
-std::int64_t overlap_flag_words(const KernelPlan& plan, const ProblemShape& p, const OverlapDecision& decision) {
-  return workspace_records(plan, p) + decision.streams;
-}
-
 std::optional<int> device_of_pointer(const void* p) {
   int ordinal = -1;
   const CUresult r = runtime::driver_api().cuPointerGetAttribute(
@@ -302,9 +298,6 @@ OverlapDecision decide_overlap(const KernelPlan& plan, const runtime::LoadedModu
   // split's recurrence CTAs; read once per process.
   static const std::optional<int> k_streams = runtime::prepare_streams_from_environment();
   r.streams = k_streams;
-  // ... and KDAJIT_SPLIT_WINDOW=W its walk's lead bound
-  static const std::optional<int> k_window = runtime::split_window_from_environment();
-  r.split_window = k_window;
   if (r.pairs == 0 || r.chunk_grid_extent == 0) {
     OverlapDecision none;
     none.reason = "off: no chunks";
@@ -370,12 +363,7 @@ OverlappedLaunches overlapped_launches(const KernelPlan& plan, const runtime::Lo
         resolve_launch(module, *prepare, runtime::Dim3{static_cast<unsigned>(decision.prepare_ctas), 1, 1});
     l.recurrence = resolve_launch(module, *recurrence, runtime::Dim3{static_cast<unsigned>(decision.streams), 1, 1});
     l.streams = decision.streams;
-    l.flag_count = overlap_flag_words(plan, p, decision);
-    l.progress_offset = workspace_records(plan, p);
-    // the serial order's walk runs alone: a bound would only make it wait
-    l.split_window = decision.split_order == runtime::SplitOrder::serial
-                         ? 0
-                         : static_cast<std::int32_t>(decision.split_window);
+    l.flag_count = workspace_records(plan, p);
     l.split_order = decision.split_order;
     if (l.split_order == runtime::SplitOrder::programmatic) {
       l.rest_prepare.attributes.order = runtime::StreamOrder::programmatic;
@@ -394,13 +382,12 @@ namespace {
 // recurrence on the caller's stream, then the walk as its programmatic
 // dependent, which starts once every recurrence CTA is resident (the
 // recurrence allows it first thing), so the walk's CTAs take the other SMs.
-// No side stream: the walk never depends on the recurrence (its bounded
-// lead's waits are bounded in time), and the stream's later work is
+// No side stream: the walk never waits, and the stream's later work is
 // ordered after both grids (the GPU contract cases copy the results on the
 // stream right after each call to check it).
 //
 // The serial order (a measurement aid, KDAJIT_SPLIT_ORDER=serial) puts the
-// walk first, in plain stream order, with no lead bound: it runs to its end,
+// walk first, in plain stream order: it never waits, so it runs to its end,
 // and the recurrence after it finds every record ready. The two kernels then
 // take their own time, as a profiler that serializes kernels needs (in the
 // programmatic order it would run the recurrence alone, waiting for ever).
@@ -441,8 +428,6 @@ void launch_overlapped(const OverlappedLaunches& l, const CallFields& fields, Ar
     // planned run waits for the same epoch every time): zero them
     KDA_CU(cuMemsetD32Async, reinterpret_cast<CUdeviceptr>(channel.flags.flags), 0u,
            static_cast<std::size_t>(l.flag_count), stream);
-    values.set(fields.split_progress, static_cast<const void*>(channel.flags.flags + l.progress_offset));
-    values.set(fields.split_window, l.split_window);
     if (l.split_order != runtime::SplitOrder::streams) {
       launch_split_on_caller_stream(l, fields, values, stream);
       return;
@@ -492,7 +477,6 @@ ArgValues shape_values(const KernelPlan& plan, const ProblemShape& p, const Pref
   values.set("state_slot_stride", p.state_slot_stride);
   values.set("checkpoint_chunks", static_cast<std::int32_t>(p.checkpoint_interval / plan.tiles.chunk_size));
   values.set("prepare_streams", std::int32_t{0});
-  values.set("split_window", std::int32_t{0});
   return values;
 }
 
@@ -523,8 +507,6 @@ CallFields call_fields(const KernelPlan& plan) {
   f.checkpoints = slot("checkpoints");
   f.checkpoint_starts = slot("checkpoint_starts");
   f.prepare_streams = slot("prepare_streams");
-  f.split_progress = slot("split_progress");
-  f.split_window = slot("split_window");
   if (plan.tile_tensor_maps) {
     for (const std::string& tensor : plan.tile_tensor_maps->tensors) {
       const TensorRef PrefillArgs::*ref = tensor == "q"   ? &PrefillArgs::q
@@ -557,7 +539,6 @@ void set_call_values(ArgValues& values, const CallFields& f, const KernelPlan& p
   values.set(f.workspace, static_cast<const void*>(b.workspace + sequence_table_bytes(p)));
   values.set(f.scale, static_cast<float>(args.scale));
   values.set(f.ready_flags, static_cast<const void*>(nullptr));
-  values.set(f.split_progress, static_cast<const void*>(nullptr));
   values.set(f.state_indices, args.ssm_state_indices.data);
   values.set(f.seq_order, args.seq_order.data);
   values.set(f.checkpoints, args.state_checkpoints.data).set(f.checkpoint_starts, args.checkpoint_cu_starts.data);

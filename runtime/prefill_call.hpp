@@ -96,7 +96,7 @@ struct CallFields {
   ArgSlot q, k, v, g, beta, a_log, dt_bias, out, state_in, state_out, cu_seqlens, chunk_offsets, workspace, scale;
   ArgSlot ready_flags, ready_epoch, chunk_begin, chunk_major; ///< the overlapped launch's
   ArgSlot state_indices, seq_order, checkpoints, checkpoint_starts;
-  ArgSlot prepare_streams, split_progress, split_window; ///< the split's (runtime/prepare_overlap)
+  ArgSlot prepare_streams; ///< the split's (runtime/prepare_overlap)
   std::vector<TensorMapField> tensor_maps; ///< plans that load with TMA (KernelPlan::tile_tensor_maps)
   ArgSlot checkpoint_map; ///< plans that store checkpoint rows with TMA (KernelPlan::checkpoint_tensor_map)
 };
@@ -146,9 +146,7 @@ struct OverlappedLaunches {
   ResolvedLaunch recurrence;
   std::int32_t lead_chunks = 0; ///< the rest's first local chunk
   std::int32_t streams = 0;     ///< the split: the recurrence's CTAs, whose items the rest walks (0: chunk-major)
-  std::int64_t flag_count = 0;  ///< the split: words zeroed before its kernels (ready flags, then progress)
-  std::int64_t progress_offset = 0; ///< the split: its recurrence CTAs' progress words, after the ready flags
-  std::int32_t split_window = 0;    ///< the split: the walk's lead bound in records (0: none)
+  std::int64_t flag_count = 0;  ///< the split: ready flags zeroed before its kernels (the call's records)
   runtime::SplitOrder split_order = runtime::SplitOrder::programmatic; ///< the split's launch order
 };
 OverlappedLaunches overlapped_launches(const KernelPlan& plan, const runtime::LoadedModule& module,
@@ -180,9 +178,5 @@ void launch_overlapped(const OverlappedLaunches& launches, const CallFields& fie
 /// Records of the workspace (the ready flags' count): an upper bound of the
 /// chunks of all sequences x heads.
 std::int64_t workspace_records(const KernelPlan& plan, const ProblemShape& p);
-
-/// The 32-bit words of an overlapped call's flag area: a ready flag per
-/// record, then (the split) a progress word per recurrence CTA.
-std::int64_t overlap_flag_words(const KernelPlan& plan, const ProblemShape& p, const OverlapDecision& decision);
 
 } // namespace kda

@@ -129,7 +129,7 @@ PrefillPlan::PrefillPlan(const PrefillArgs& signature, const PrefillOptions& opt
   if (m->overlap.overlap) {
     m->overlapped = overlapped_launches(plan, *m->kernel.module, m->problem, m->overlap, sm_count);
     m->flags_offset = (m->workspace_bytes + 255) / 256 * 256;
-    m->flag_count = overlap_flag_words(plan, m->problem, m->overlap);
+    m->flag_count = workspace_records(plan, m->problem);
     m->workspace_bytes = m->flags_offset + m->flag_count * 4;
     m->lane = &context_overlap_lane(static_cast<CUcontext>(m->context)); // created now, not by a run
     m->capture.priority = greatest_stream_priority();

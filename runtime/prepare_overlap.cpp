@@ -104,17 +104,10 @@ OverlapDecision decide_prepare_split(const PrepareOverlapModel& model, const Ove
   d.overlap = true;
   d.streams = streams;
   d.prepare_ctas = static_cast<std::int64_t>(streams) * per_stream;
-  // the walk may run 2 K records ahead of the recurrence CTA's reads: each of
-  // its K prepare CTAs one record beyond the K being read (R x 2K records of
-  // 27 KB, 19 MB at R = 43, K = 8: within L2)
-  d.split_window = r.split_window.value_or(2 * per_stream);
   d.reason = fmt::format("on: split, the recurrence on {} of {} SMs{}, {} prepare CTAs ({} per recurrence CTA) walking "
-                         "its items beside it, {}{}",
+                         "its items beside it",
                          streams, r.sm_count, r.streams ? " (KDAJIT_PREPARE_STREAMS)" : "", d.prepare_ctas,
-                         per_stream,
-                         d.split_window > 0 ? fmt::format("at most {} records ahead", d.split_window)
-                                            : std::string("with no bound on their lead"),
-                         r.split_window ? " (KDAJIT_SPLIT_WINDOW)" : "");
+                         per_stream);
   return d;
 }
 

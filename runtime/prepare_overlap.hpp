@@ -28,9 +28,7 @@
 /// the prepare kernel's ρ chunks per µs per SM on the other S - R SMs; K is
 /// as many prepare CTAs per recurrence CTA as those SMs hold. Deadlock
 /// freedom: fewer recurrence CTAs than SMs, one per SM (more than half an
-/// SM's shared memory), and no prepare CTA depends on the recurrence (a
-/// walking CTA's wait to bound its lead is bounded in time, then given up:
-/// common/ready_flags), so every record a
+/// SM's shared memory), and no prepare CTA ever waits, so every record a
 /// recurrence CTA waits for is made by a CTA that is running or will run.
 #pragma once
 
@@ -71,7 +69,6 @@ struct OverlapRequest {
   bool allowed = true;                    ///< PrefillOptions::prepare_overlap
   bool persistent = false;                ///< the recurrence takes items in turn (the split)
   std::optional<int> streams;             ///< the split's R, as given (KDAJIT_PREPARE_STREAMS), instead of the model's
-  std::optional<int> split_window;        ///< the split's lead bound, as given (KDAJIT_SPLIT_WINDOW), instead of 2 K
 };
 
 struct OverlapDecision {
@@ -82,7 +79,6 @@ struct OverlapDecision {
   int streams = 0;              ///< the split: recurrence CTAs (0: the chunk-major overlap)
   std::int64_t prepare_ctas = 0; ///< the split: prepare CTAs walking their items (streams x K)
   runtime::SplitOrder split_order = runtime::SplitOrder::programmatic; ///< the split's launch order
-  std::int64_t split_window = 0; ///< the split: records a walking prepare CTA may run ahead of its reader (2 K)
 };
 
 /// Registers a block holds: per warp, registers x 32 rounded up to 256.

@@ -31,7 +31,7 @@ namespace {
 // Variables kdajit reads besides the cache's own (cache_environment_variables).
 constexpr const char* k_other_variables[] = {
     "KDAJIT_TUNE_FILE",   "KDAJIT_MAX_BYTES",     "KDAJIT_PREPARE_LEAD",  "KDAJIT_PREPARE_STREAMS",
-    "KDAJIT_SPLIT_ORDER", "KDAJIT_SPLIT_WINDOW", "KDAJIT_NVRTC_LIBRARY", "KDAJIT_BUNDLE_PATH",   "KDAJIT_DISABLE_JIT",
+    "KDAJIT_SPLIT_ORDER", "KDAJIT_NVRTC_LIBRARY", "KDAJIT_BUNDLE_PATH",   "KDAJIT_DISABLE_JIT",
     "KDAJIT_SCHEDULE_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING", "CUDA_INJECTION64_PATH"};
 
 nlohmann::json variables_in_effect() {

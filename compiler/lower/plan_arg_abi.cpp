@@ -58,12 +58,6 @@ constexpr FieldSpec k_fields[] = {
     // CTAs (plans whose prepare walks the items, PREPARE_WALKS_ITEMS): its
     // CTAs walk the records of those CTAs' items (0: its grid names its chunk).
     {"prepare_streams", ArgType::i32, "int"},
-    // v6. The split's bounded lead: per recurrence CTA, the records its
-    // producer has taken (zeroed before the call; null: not counted), and how
-    // many records a walking prepare CTA may run ahead of that count (0: no
-    // bound).
-    {"split_progress", ArgType::pointer, "kda::u32*"},
-    {"split_window", ArgType::i32, "int"},
 };
 
 std::int64_t size_of(ArgType t) {

@@ -21,15 +21,6 @@
 //            captured one) waits for the same epoch, 1, with no memset.
 // Eager calls take a new epoch per call on one workspace as well. Uses
 // KdaParams::ready_flags, ready_epoch, chunk_major, chunk_begin.
-// The split's bounded lead (KdaParams::split_progress, split_window; zeroed
-// by the call before its kernels): a persistent recurrence CTA's producer
-// counts the records it has taken (st.relaxed.gpu, one word per CTA), and a
-// prepare CTA walking that CTA's records waits, before the record `want`,
-// until the count has reached want - split_window, so that records are read
-// soon after they are written, while L2 still holds them. The wait is for
-// timing only: a CTA that has waited k_split_wait_limit_ns for one record
-// stops waiting for the rest of the call, so the walk still never depends on
-// the recurrence (the split's deadlock argument, runtime/prepare_overlap).
 namespace kda {
 
 __device__ __forceinline__ void publish_record_ready(const kda_plan::KdaParams& p, i64 record_index) {
@@ -75,51 +66,6 @@ __device__ __forceinline__ void wait_record_ready(const kda_plan::KdaParams& p, 
     pause = pause < 512 ? 2 * pause : pause;
   }
   asm volatile("fence.proxy.async.global;" ::: "memory");
-}
-
-// The split's wait bound: 100 us, a hundred of the recurrence's chunks.
-constexpr u64 k_split_wait_limit_ns = 100000;
-
-__device__ __forceinline__ u64 global_timer_ns() {
-  u64 t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-// Recurrence CTA blockIdx.x has taken `taken` records (its producer lane).
-__device__ __forceinline__ void publish_records_taken(const kda_plan::KdaParams& p, i64 taken) {
-  if (p.split_progress == nullptr) {
-    return;
-  }
-  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p.split_progress + blockIdx.x),
-               "r"(static_cast<u32>(taken))
-               : "memory");
-}
-
-// Before record `want` of recurrence CTA `stream`'s sequence (one thread):
-// waits until that CTA has taken want - split_window records, unless
-// `bounded` is false; clears `bounded` once a wait reaches the limit.
-__device__ __forceinline__ void wait_for_reader(const kda_plan::KdaParams& p, unsigned stream, i64 want,
-                                                bool& bounded) {
-  if (!bounded || p.split_progress == nullptr || p.split_window <= 0 || want <= p.split_window) {
-    return;
-  }
-  const i64 need = want - p.split_window;
-  const u64 start = global_timer_ns();
-  u32 pause = 64;
-  for (;;) {
-    u32 taken = 0;
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(taken) : "l"(p.split_progress + stream) : "memory");
-    if (static_cast<i64>(taken) >= need) {
-      return;
-    }
-    if (global_timer_ns() - start > k_split_wait_limit_ns) {
-      bounded = false;
-      return;
-    }
-    __nanosleep(pause);
-    pause = pause < 1024 ? 2 * pause : pause;
-  }
 }
 
 } // namespace kda

@@ -543,12 +543,8 @@ __device__ __forceinline__ void prepare_chunk32_of_head(const kda_plan::KdaParam
 // order). The items' local chunks from p.chunk_begin on, item after item, are
 // that CTA's sequence of records, and this CTA prepares its records b / R,
 // b / R + K, b / R + 2K, ...: the K CTAs of a stream take turns, so records
-// become ready in about the order the recurrence reads them. Before each
-// record, thread 0 waits until the recurrence CTA has taken all but
-// p.split_window of the records before it (common/ready_flags:
-// wait_for_reader), so that the walk does not run so far ahead that its
-// records leave L2; that wait is bounded in time, so a CTA never depends on
-// the recurrence (the overlap's deadlock argument). Warp 0 walks
+// become ready in about the order the recurrence reads them. A CTA never
+// waits for the recurrence (the overlap's deadlock argument). Warp 0 walks
 // the items and hands each chunk to the CTA through `info` (8 i64, also the
 // walk's position between chunks): the chunk, the span (start, length, first
 // chunk), the item, the stream's records before it, its record count (-1:
@@ -564,7 +560,6 @@ __device__ __forceinline__ void prepare_walk32(const kda_plan::KdaParams& p) {
   // loop still spills (ptxas: 176 B of spill stores, none without the loop;
   // a call of its own for the chunk spilled as much): the values the chunk
   // derives from its thread index, hoisted out of the loop, stay live.
-  bool bounded = true; // thread 0's: the lead is bounded until a wait times out
 #pragma unroll 1
   for (int k = 0;; ++k) {
     i64* const info = reinterpret_cast<i64*>(smem + P::CHUNK_INFO_OFFSET);
@@ -594,9 +589,6 @@ __device__ __forceinline__ void prepare_walk32(const kda_plan::KdaParams& p) {
       }
       __syncwarp(); // every lane has read the walk's position
       if (threadIdx.x == 0) {
-        if (item < items) {
-          wait_for_reader(p, blockIdx.x % streams, want, bounded);
-        }
         info[0] = seq.first_chunk + p.chunk_begin + (want - before);
         info[1] = seq.start;
         info[2] = seq.length;

@@ -203,9 +203,6 @@ __device__ __forceinline__ void produce_records_persistent(const kda_plan::KdaPa
         const int slot = free_ring_slot(empty, ring + c);
         wait_record_ready(p, (w.seq.first_chunk + c) * p.heads + w.h);
         issue_record_copy(p, smem + slot * R::STAGE_BYTES, full + slot, w.seq, w.h, c);
-        if constexpr (kda_plan::PREPARE_WALKS_ITEMS != 0) {
-          publish_records_taken(p, ring + c + 1); // the walk's bounded lead
-        }
       }
     }
     __syncwarp();

@@ -155,7 +155,7 @@ TEST_CASE("the fused M128 design lowers to one kernel with its tcgen05 encodings
   CHECK(plan.tile_tensor_maps->box_cols == 64);
   CHECK(plan.tile_tensor_maps->box_rows == 32);
   CHECK(plan.tile_tensor_maps->tensors == std::vector<std::string>{"q", "k", "g", "v"});
-  CHECK(plan.abi.version == 6);
+  CHECK(plan.abi.version == 5);
   CHECK(plan.abi.alignment == 64);
   for (const char* name : {"tma_q", "tma_k", "tma_g", "tma_v"}) {
     const ArgField* f = plan.abi.find(name);

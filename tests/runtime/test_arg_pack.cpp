@@ -165,11 +165,8 @@ TEST_CASE("arg pack: the documented layout of the parameter struct", "[runtime][
   CHECK(abi.find("checkpoint_chunks")->offset == 216);
   // v5: the split's prepare walk, in the bytes that padded the struct to 8
   CHECK(abi.find("prepare_streams")->offset == 220);
-  // v6: the split's bounded lead
-  CHECK(abi.find("split_progress")->offset == 224);
-  CHECK(abi.find("split_window")->offset == 232);
-  CHECK(abi.size == 240);
-  CHECK(abi.version == 6);
+  CHECK(abi.size == 224);
+  CHECK(abi.version == 5);
   // plans that load with TMA append their 64-byte aligned tensor maps
   const ArgAbi tma = plan_arg_abi(tensor_maps());
   CHECK(tma.find("checkpoint_chunks")->offset == 216);

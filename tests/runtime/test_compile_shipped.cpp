@@ -40,10 +40,8 @@ bool fused_persistent_prepare(const std::string& schedule) {
 
 // sm90_wgmma_c32_split: the prepare kernel's walk loops over chunks, and under
 // the 64-register bound (four CTAs per SM) the values the chunk derives from
-// the thread index, hoisted out of the loop, spill 176 bytes (96 of stack),
-// and thread 0's wait for the recurrence (the bounded lead) 8 to 16 more
-// (184 or 192 by the shape key, 104 or 112 of stack); the same
-// chunk without the loop (sm90_wgmma_c32's prepare) spills nothing
+// the thread index, hoisted out of the loop, spill 176 bytes (96 of stack);
+// the same chunk without the loop (sm90_wgmma_c32's prepare) spills nothing
 // (templates/wgmma/prepare_chunk32, prepare_walk32).
 bool split_prepare_walk(const std::string& schedule) {
   return schedule == "sm90_wgmma_c32_split";
@@ -57,7 +55,7 @@ int allowed_stack_frame(const std::string& schedule, const std::string& target) 
     return 16;
   }
   if (split_prepare_walk(schedule)) {
-    return 112;
+    return 96;
   }
   return schedule == "sm120_c32" && (target == "sm_120a" || target == "sm_120") ? 8 : 0;
 }
@@ -67,7 +65,7 @@ int allowed_spill_bytes(const std::string& schedule, const std::string& target) 
     return 16;
   }
   if (split_prepare_walk(schedule)) {
-    return 192;
+    return 176;
   }
   return token_kernel_on_sm80(schedule, target) ? 512 : 0;
 }

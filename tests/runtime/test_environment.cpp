@@ -46,27 +46,6 @@ TEST_CASE("KDAJIT_PREPARE_STREAMS takes a positive whole number", "[runtime][env
   cache::reset_warnings_for_testing();
 }
 
-TEST_CASE("KDAJIT_SPLIT_WINDOW takes a whole number, 0 included", "[runtime][environment]") {
-  CHECK(runtime::parse_count("0") == 0);
-  CHECK(runtime::parse_count("16") == 16);
-  CHECK(runtime::parse_count("2147483647") == 2147483647);
-  for (const char* bad : {"", "-1", "2147483648", "16 ", "1.5", "x"}) {
-    INFO(bad);
-    CHECK_FALSE(runtime::parse_count(bad).has_value());
-  }
-  CHECK_FALSE(runtime::parse_positive_count("0").has_value());
-  cache::reset_warnings_for_testing();
-  ::setenv("KDAJIT_SPLIT_WINDOW", "-3", 1);
-  CHECK_FALSE(runtime::split_window_from_environment().has_value());
-  const cache::WarningSink ignore = [](const std::string&) {};
-  CHECK_FALSE(cache::warn_once(cache::CacheWarning::bad_split_window, ignore, "again")); // warned once
-  ::setenv("KDAJIT_SPLIT_WINDOW", "0", 1);
-  CHECK(runtime::split_window_from_environment() == 0);
-  ::unsetenv("KDAJIT_SPLIT_WINDOW");
-  CHECK_FALSE(runtime::split_window_from_environment().has_value());
-  cache::reset_warnings_for_testing();
-}
-
 TEST_CASE("kernels may run one at a time under CUDA_LAUNCH_BLOCKING=1 or an injected tool", "[runtime][environment]") {
   const char* injected = std::getenv("CUDA_INJECTION64_PATH");
   const std::string saved = injected != nullptr ? injected : "";

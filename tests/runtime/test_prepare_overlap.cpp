@@ -136,27 +136,13 @@ TEST_CASE("prepare split: recurrence CTAs by the model, prepare CTAs by what the
   CHECK(d.lead_chunks == 0); // no leading prepare: the flags are zeroed
   CHECK_THAT(d.reason, Contains("split, the recurrence on 43 of 132 SMs"));
   CHECK_THAT(d.reason, Contains("344 prepare CTAs (8 per recurrence CTA)"));
-  // the walk's lead: 2 K records ahead of the recurrence CTA's reads
-  CHECK(d.split_window == 16);
-  CHECK_THAT(d.reason, Contains("at most 16 records ahead"));
-  CHECK_THAT(d.reason, !Contains("KDAJIT_SPLIT_WINDOW"));
   // a given R (KDAJIT_PREPARE_STREAMS) replaces the model's and is named
   r.streams = 50;
   const OverlapDecision given = decide_prepare_overlap(k_split_model, r);
   REQUIRE(given.overlap);
   CHECK(given.streams == 50);
   CHECK(given.prepare_ctas == 50 * (4 * 82 / 50));
-  CHECK(given.split_window == 2 * (4 * 82 / 50));
   CHECK_THAT(given.reason, Contains("KDAJIT_PREPARE_STREAMS"));
-  // a given window (KDAJIT_SPLIT_WINDOW) replaces 2 K and is named; 0: no bound
-  r.split_window = 5;
-  const OverlapDecision window = decide_prepare_overlap(k_split_model, r);
-  CHECK(window.split_window == 5);
-  CHECK_THAT(window.reason, Contains("at most 5 records ahead (KDAJIT_SPLIT_WINDOW)"));
-  r.split_window = 0;
-  const OverlapDecision unbounded = decide_prepare_overlap(k_split_model, r);
-  CHECK(unbounded.split_window == 0);
-  CHECK_THAT(unbounded.reason, Contains("with no bound on their lead (KDAJIT_SPLIT_WINDOW)"));
   // fewer items than the model's R: one CTA per item
   const OverlapDecision few = decide_prepare_overlap(k_split_model, h200_split(1, 20, 80));
   REQUIRE(few.overlap);
