@@ -16,7 +16,8 @@
 // --planned also times PrefillPlan::run and the replay of a CUDA graph of one
 // run, with their host times. --profile-range brackets each workload's timed
 // calls with cuProfilerStart / cuProfilerStop, for a profiler's range replay
-// (ncu --replay-mode app-range --profile-from-start off): the metrics of
+// (ncu --replay-mode app-range, which takes the range from these calls and
+// refuses --profile-from-start): the metrics of
 // whole calls whose kernels run at the same time.
 #include "runtime/context.hpp"
 #include "runtime/cuda_driver.hpp"

@@ -145,7 +145,7 @@ usage:
       --planned: also PrefillPlan::run and a CUDA graph of one run replayed.
       --profile-range: each workload's timed calls between cuProfilerStart and
       cuProfilerStop, for a profiler's range replay (ncu --replay-mode
-      app-range --profile-from-start off: whole calls, kernels side by side).
+      app-range: whole calls, kernels side by side).
       The first workload's host time per call is printed for each path, with
       the driver calls it makes and its time outside them.
   kdajit first-call [--workload W] [--processes N] [--json]
