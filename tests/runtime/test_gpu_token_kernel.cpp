@@ -64,21 +64,33 @@ runtime::LoadedModule load_token_kernel(const KernelPlan& plan) {
   return runtime::LoadedModule::load(b.cubin, {plan.token->entry_name}, static_cast<int>(plan.token->dynamic_smem));
 }
 
-// Launches the plan's token kernel on the device inputs (state updated in
-// place, or none), lower_bound -5, the default scale.
-void run_token_kernel(const KernelPlan& plan, const test::DeviceInputs& device, void* out, void* state,
-                      bool int32_offsets) {
-  const runtime::LoadedModule module = load_token_kernel(plan);
-  const rt::ProblemSpec& spec = device.spec;
+// The device pointers of one token-kernel launch (null where absent).
+struct TokenPointers {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  const void* g = nullptr;
+  const void* beta = nullptr;
+  const void* a_log = nullptr;
+  const void* dt_bias = nullptr;
+  const void* out = nullptr;
+  const void* state = nullptr;      ///< read and updated in place, or none
+  const void* cu_seqlens = nullptr; ///< packed layouts
+};
+
+// Every value of the plan's argument struct for a launch over `n_seq`
+// sequences of `spec` (lower_bound -5, the default scale); the prepare
+// overlap's, the split's and the serving-engine arguments off. Packing them
+// throws where the ABI has a field this list misses (CPU test below).
+ArgValues token_kernel_values(const KernelPlan& plan, const TokenPointers& ptr, const rt::ProblemSpec& spec,
+                              std::int64_t n_seq, bool int32_offsets) {
   const std::int64_t heads = spec.heads;
-  const std::int64_t n_seq = device.sequences;
   const bool packed = plan.token->layout == LayoutKind::packed;
   ArgValues values(plan.abi);
-  values.set("q", device.q.data()).set("k", device.k.data()).set("v", device.v.data()).set("g", device.g.data());
-  values.set("beta", device.beta.data()).set("a_log", device.a_log.data()).set("dt_bias", device.dt_bias.data());
-  values.set("out", static_cast<const void*>(out));
-  values.set("state_in", static_cast<const void*>(state)).set("state_out", static_cast<const void*>(state));
-  values.set("cu_seqlens", packed ? (int32_offsets ? device.cu32.data() : device.cu64.data()) : nullptr);
+  values.set("q", ptr.q).set("k", ptr.k).set("v", ptr.v).set("g", ptr.g);
+  values.set("beta", ptr.beta).set("a_log", ptr.a_log).set("dt_bias", ptr.dt_bias);
+  values.set("out", ptr.out).set("state_in", ptr.state).set("state_out", ptr.state);
+  values.set("cu_seqlens", packed ? ptr.cu_seqlens : nullptr);
   values.set("chunk_offsets", static_cast<const void*>(nullptr)).set("workspace", static_cast<const void*>(nullptr));
   values.set("beta_token_stride", std::int64_t{spec.beta_row_stride > 0 ? spec.beta_row_stride : heads});
   values.set("seq_len", std::int64_t{packed ? 0 : spec.tokens}).set("total_tokens", std::int64_t{0});
@@ -90,9 +102,30 @@ void run_token_kernel(const KernelPlan& plan, const test::DeviceInputs& device, 
   values.set("state_indices", static_cast<const void*>(nullptr)).set("state_slot_stride", heads * 128 * 128);
   values.set("seq_order", static_cast<const void*>(nullptr)).set("checkpoints", static_cast<const void*>(nullptr));
   values.set("checkpoint_starts", static_cast<const void*>(nullptr)).set("checkpoint_chunks", std::int32_t{0});
+  values.set("prepare_streams", std::int32_t{0});
+  return values;
+}
+
+// Launches the plan's token kernel on the device inputs (state updated in
+// place, or none), lower_bound -5, the default scale.
+void run_token_kernel(const KernelPlan& plan, const test::DeviceInputs& device, void* out, void* state,
+                      bool int32_offsets) {
+  const runtime::LoadedModule module = load_token_kernel(plan);
+  TokenPointers ptr;
+  ptr.q = device.q.data();
+  ptr.k = device.k.data();
+  ptr.v = device.v.data();
+  ptr.g = device.g.data();
+  ptr.beta = device.beta.data();
+  ptr.a_log = device.a_log.data();
+  ptr.dt_bias = device.dt_bias.data();
+  ptr.out = out;
+  ptr.state = state;
+  ptr.cu_seqlens = int32_offsets ? device.cu32.data() : device.cu64.data();
+  const ArgValues values = token_kernel_values(plan, ptr, device.spec, device.sequences, int32_offsets);
   void* args[] = {const_cast<std::uint8_t*>(values.packed().data())};
   runtime::launch(module.function(plan.token->entry_name).function,
-                  {static_cast<unsigned>(n_seq), static_cast<unsigned>(heads), 1}, {128, 1, 1},
+                  {static_cast<unsigned>(device.sequences), static_cast<unsigned>(device.spec.heads), 1}, {128, 1, 1},
                   static_cast<unsigned>(plan.token->dynamic_smem), nullptr, args);
   runtime::check_cu(runtime::driver_api().cuCtxSynchronize(), "cuCtxSynchronize", "the token kernel");
 }
@@ -185,6 +218,20 @@ rt::ProblemSpec packed(std::vector<std::int64_t> lengths, std::int64_t heads) {
 }
 
 } // namespace
+
+// CPU: a field added to the argument ABI without a value here would fail the
+// GPU cases below only on a GPU machine; packing the values catches it here.
+TEST_CASE("the token kernel test's argument values cover every field of the plan's ABI", "[ir][tier0]") {
+  for (const char* schedule : {"token_llvm", "token_llvm_smem"}) {
+    for (const LayoutKind layout : {LayoutKind::fixed, LayoutKind::packed}) {
+      INFO(schedule << (layout == LayoutKind::packed ? ", packed" : ", fixed"));
+      const KernelPlan plan = token_plan({.schedule = schedule, .layout = layout, .state = StatePrecision::bf16});
+      const ArgValues values = token_kernel_values(plan, {}, fixed(2, 300, 3), 2, false);
+      REQUIRE_NOTHROW(values.packed());
+      CHECK(static_cast<std::int64_t>(values.packed().size()) == plan.abi.size);
+    }
+  }
+}
 
 TEST_CASE("gpu: the LLVM token kernel in fp32 is an oracle within 1e-5 of the fp64 reference, state in registers "
           "or SMEM",
