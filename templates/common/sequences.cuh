@@ -192,16 +192,19 @@ struct RecurrencePair {
   SequenceSpan seq;
 };
 
-__device__ __forceinline__ RecurrencePair recurrence_pair(const kda_plan::KdaParams& p) {
-  if (!kda_plan::LAYOUT_PACKED) {
-    const int n = static_cast<int>(blockIdx.x);
-    return {n, static_cast<int>(blockIdx.y), sequence_span(p, n)};
-  }
-  const i64 linear = static_cast<i64>(blockIdx.y) * gridDim.x + blockIdx.x;
-  const int position = static_cast<int>(linear / gridDim.y);
-  if (p.seq_order != nullptr) { // packed only; n is the same on every lane (sequence_span may shuffle)
+// The packed layout's sequence at `position` of the order the grids take
+// (the caller's seq_order, else the longest first) and where it lies. Whole
+// warp: up to WARP_TABLE_MAX_SEQUENCES sequences rank by shuffles instead of
+// reading sequence_order.
+struct OrderedSequence {
+  int n;
+  SequenceSpan seq;
+};
+
+__device__ __forceinline__ OrderedSequence packed_sequence_at(const kda_plan::KdaParams& p, int position) {
+  if (p.seq_order != nullptr) { // n is the same on every lane (sequence_span may shuffle)
     const int n = p.seq_order[position];
-    return {n, static_cast<int>(linear % gridDim.y), sequence_span(p, n)};
+    return {n, sequence_span(p, n)};
   }
   if (warp_sequence_table(p)) {
     // the order's definition, lane l ranking sequence l: longer buckets
@@ -216,10 +219,20 @@ __device__ __forceinline__ RecurrencePair recurrence_pair(const kda_plan::KdaPar
     }
     const unsigned at = __ballot_sync(0xffffffffu, lane < p.num_seqs && rank == position);
     const int n = __ffs(static_cast<int>(at)) - 1;
-    return {n, static_cast<int>(linear % gridDim.y), warp_table_span(e, n)};
+    return {n, warp_table_span(e, n)};
   }
   const int n = sequence_order(p)[position];
-  return {n, static_cast<int>(linear % gridDim.y), sequence_span(p, n)};
+  return {n, sequence_span(p, n)};
+}
+
+__device__ __forceinline__ RecurrencePair recurrence_pair(const kda_plan::KdaParams& p) {
+  if (!kda_plan::LAYOUT_PACKED) {
+    const int n = static_cast<int>(blockIdx.x);
+    return {n, static_cast<int>(blockIdx.y), sequence_span(p, n)};
+  }
+  const i64 linear = static_cast<i64>(blockIdx.y) * gridDim.x + blockIdx.x;
+  const OrderedSequence s = packed_sequence_at(p, static_cast<int>(linear / gridDim.y));
+  return {s.n, static_cast<int>(linear % gridDim.y), s.seq};
 }
 
 // sequence_order by a counting sort over length buckets: from the histogram

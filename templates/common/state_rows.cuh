@@ -61,31 +61,11 @@ __device__ __forceinline__ RecurrenceWork persistent_work(const kda_plan::KdaPar
                               : static_cast<int>(item / pairs_y);
   const int y = narrow ? static_cast<int>(static_cast<u32>(item) % static_cast<u32>(pairs_y))
                        : static_cast<int>(item % pairs_y);
-  int n = position;
-  SequenceSpan seq;
   if (!kda_plan::LAYOUT_PACKED) {
-    seq = sequence_span(p, n);
-  } else if (p.seq_order != nullptr) {
-    n = p.seq_order[position];
-    seq = sequence_span(p, n);
-  } else if (warp_sequence_table(p)) {
-    // compute_sequence_order's stable sort: longer buckets first, then lower indices
-    const int lane = threadIdx.x & 31;
-    const WarpTableEntry e = warp_table_entry(p);
-    const int bucket = lane < p.num_seqs ? length_bucket(e.chunks) : -1;
-    int rank = 0;
-    for (int m = 0; m < p.num_seqs; ++m) {
-      const int other = __shfl_sync(0xffffffffu, bucket, m);
-      rank += (other > bucket || (other == bucket && m < lane)) ? 1 : 0;
-    }
-    const unsigned at = __ballot_sync(0xffffffffu, lane < p.num_seqs && rank == position);
-    n = __ffs(static_cast<int>(at)) - 1;
-    seq = warp_table_span(e, n);
-  } else {
-    n = sequence_order(p)[position];
-    seq = sequence_span(p, n);
+    return {position, y / row_blocks(), (y % row_blocks()) * kda_plan::M_TILE, sequence_span(p, position)};
   }
-  return {n, y / row_blocks(), (y % row_blocks()) * kda_plan::M_TILE, seq};
+  const OrderedSequence s = packed_sequence_at(p, position);
+  return {s.n, y / row_blocks(), (y % row_blocks()) * kda_plan::M_TILE, s.seq};
 }
 
 // The value row of element e of this lane's tile mt (warp w owns 16 MT rows).
