@@ -2,16 +2,14 @@
 """Top SASS lines of one kernel by sampled warp stalls, from
 `ncu -i REPORT --page source --print-source sass --csv` on stdin.
 Usage: ncu ... --csv | ncu-hot-sass.py [N]"""
-import csv
 import sys
 
-rows = list(csv.reader(sys.stdin))
-header_at = next(i for i, r in enumerate(rows) if "Source" in r and any("Sampling" in c for c in r))
-header = rows[header_at]
+from ncu_sass import read_listing
+
+header, body = read_listing(sys.stdin)
 src = header.index("Source")
 samples = next(i for i, c in enumerate(header) if c.startswith("Warp Stall Sampling (All"))
 reasons = [i for i, c in enumerate(header) if c.startswith("stall_") or "Stall" in c and i != samples]
-body = [r for r in rows[header_at + 1:] if len(r) == len(header)]
 total = sum(float(r[samples] or 0) for r in body)
 print(f"{len(body)} SASS lines, {total:.0f} samples")
 top = sorted(body, key=lambda r: -float(r[samples] or 0))[: int(sys.argv[1]) if len(sys.argv) > 1 else 40]

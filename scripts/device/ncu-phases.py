@@ -7,19 +7,17 @@ Usage: ncu ... --csv | ncu-phases.py [UNITS]
 UNITS divides the instruction and wavefront counts (e.g. the chunk count, to
 read them per chunk). Stall samples that wait at a barrier are attributed by
 ncu to the instruction after it, i.e. to the first line of the next phase."""
-import csv
 import sys
 from collections import Counter
 
-rows = list(csv.reader(sys.stdin))
-header_at = next(i for i, r in enumerate(rows) if "Source" in r and "Instructions Executed" in r)
-header = rows[header_at]
+from ncu_sass import read_listing
+
+header, body = read_listing(sys.stdin)
 src = header.index("Source")
 executed = header.index("Instructions Executed")
 samples = header.index("Warp Stall Sampling (All Samples)")
 wavefronts = header.index("L1 Wavefronts Shared")
 reasons = [i for i, c in enumerate(header) if c.startswith("stall_") and "Not Issued" not in c]
-body = [r for r in rows[header_at + 1:] if len(r) == len(header)]
 units = float(sys.argv[1]) if len(sys.argv) > 1 else 1.0
 
 

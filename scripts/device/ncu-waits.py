@@ -11,10 +11,11 @@ that set it; an immediate there that falls inside a buffer names it. A
 wait's samples are those of the try-wait up to its branch and of the retry
 stub the branch jumps to. Prints the N hottest wait sites (default 20), then
 the samples per buffer; 'unknown' where no immediate was found."""
-import csv
 import re
 import sys
 from collections import defaultdict
+
+from ncu_sass import read_listing
 
 
 def buffers(path):
@@ -67,14 +68,11 @@ def main():
     source_file = sys.argv[1]
     top_n = int(sys.argv[2]) if len(sys.argv) > 2 else 20
     ranges = buffers(source_file)
-    rows = list(csv.reader(sys.stdin))
-    header_at = next(i for i, r in enumerate(rows) if "Source" in r and "Instructions Executed" in r)
-    header = rows[header_at]
+    header, body = read_listing(sys.stdin)
     address = header.index("Address")
     src = header.index("Source")
     samples = header.index("Warp Stall Sampling (All Samples)")
     executed = header.index("Instructions Executed")
-    body = [r for r in rows[header_at + 1:] if len(r) == len(header)]
     total = sum(float(r[samples] or 0) for r in body) or 1.0
     row_at = {int(r[address], 16): i for i, r in enumerate(body) if r[address].startswith("0x")}
 
