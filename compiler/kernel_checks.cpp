@@ -144,6 +144,20 @@ void check_warp_roles(const Schedule& schedule, const KernelDecl& kernel, const 
   if (all_have_registers && registers_total > k_register_file_per_sm) {
     sink.push_back({path, fmt::format("roles request {} registers in total, more than the {} of one SM",
                                       with_thousands(registers_total), with_thousands(k_register_file_per_sm))});
+  } else if (all_have_registers && kernel.threads() > 0) {
+    // the CTA starts with the entry count (the total over the threads, rounded
+    // up to setmaxnreg's 8) on every thread, and setmaxnreg only moves those
+    const std::int64_t threads = kernel.threads();
+    const std::int64_t entry = (registers_total + threads * 8 - 1) / (threads * 8) * 8;
+    if (entry * threads > k_register_file_per_sm) {
+      const std::int64_t most = k_register_file_per_sm / (threads * 8) * 8;
+      sink.push_back({path, fmt::format("roles request {} registers in total: over {} threads that is {} per thread "
+                                        "(rounded up to a multiple of 8) at launch, {} in all, more than the {} of "
+                                        "one SM; at most {} per thread ({} in total) fit",
+                                        with_thousands(registers_total), threads, entry,
+                                        with_thousands(entry * threads), with_thousands(k_register_file_per_sm), most,
+                                        with_thousands(most * threads))});
+    }
   }
   const int groups = kernel.pipeline.producer_groups;
   if (groups > 1) {

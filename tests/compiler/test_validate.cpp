@@ -85,6 +85,29 @@ TEST_CASE("the lower_bound range must be one the exponent math makes safe", "[co
   CHECK_THAT(test::validation_problems(doc, "sm_100a"), Contains("|lower_bound| < 2.7293"));
 }
 
+TEST_CASE("register targets per role must fit the register file at launch, after rounding", "[compiler][validate]") {
+  // 20 warps: the entry count is the roles' total over 640 threads rounded
+  // up to 8, so a total under 65,536 may still not launch
+  json doc = test::shipped_schedule_json("sm90_wgmma_c16_fused");
+  for (json& role : doc["warp_roles"]) {
+    if (role["name"] == "mma") {
+      role["registers"] = 160;
+    } else if (role["name"] == "producer") {
+      role["registers"] = 72;
+    } else {
+      role["warps"] = 8;
+      role["registers"] = 56;
+    }
+  }
+  // 8*32*160 + 4*32*72 + 8*32*56 = 40,960 + 9,216 + 14,336 = 64,512: 100.8 -> 104 per thread, 66,560 in all
+  CHECK_THAT(test::validation_problems(doc, "sm_90a"),
+             Contains("/warp_roles: roles request 64,512 registers in total: over 640 threads that is 104 per thread "
+                      "(rounded up to a multiple of 8) at launch, 66,560 in all, more than the 65,536 of one SM; at "
+                      "most 96 per thread (61,440 in total) fit"));
+  doc["warp_roles"][0]["registers"] = 144; // 60,416: 96 per thread
+  CHECK(test::validation_problems(doc, "sm_90a").empty());
+}
+
 TEST_CASE("register targets per role are checked against the register file", "[compiler][validate]") {
   json doc = test::shipped_schedule_json("sm100_m128_c32");
   doc["warp_roles"][4]["registers"] = 96;
