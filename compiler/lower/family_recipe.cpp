@@ -230,9 +230,10 @@ FamilyRecipe wgmma_c32_recipe(const std::string& name, GridKind grid) {
 // (wgmma/fused_persistent): the persistent recurrence's buffers and roles,
 // and a "prepare" role of four warps running the prepare kernel's step
 // (common/prepare_step) on the prepare kernel's buffers: the raw tiles and
-// what aliases them per ring slot (the group's two scratch sets), the rest
-// shared; the tile descriptors the first producer warp hands the group for
-// each scratch set, with their two mbarriers. Records are formed in the ring
+// what aliases them in two scratch sets beside the ring (a leading dimension
+// of 2, the step's stage), the rest shared; the tile descriptors the first
+// producer warp hands the group for each scratch set, with their two
+// mbarriers. Records are formed in the ring
 // slots and never reach the workspace.
 FamilyRecipe wgmma_fused_c16_persistent_recipe() {
   KernelRecipe kernel = wgmma_recurrence(16, GridKind::persistent);
@@ -241,6 +242,13 @@ FamilyRecipe wgmma_fused_c16_persistent_recipe() {
   kernel.call = "kda::frag::fused_persistent";
   kernel.roles = {"mma", "producer", "prepare"};
   for (BufferNeed& b : prepare_c16_buffers({{"krt", DType::bf16, {{128}, {16}}}, {"tt", DType::bf16, {{16}, {16}}}})) {
+    // the prepare step's per-stage buffers are per scratch set here: two of
+    // them beside the ring (wgmma/fused_persistent_names)
+    for (const char* set_buffer : {"q_raw", "k_raw", "g_raw", "kd", "qd", "ki", "krt"}) {
+      if (b.name == set_buffer) {
+        b.min_shape.insert(b.min_shape.begin(), ExtentNeed{2});
+      }
+    }
     kernel.buffers.push_back(std::move(b));
   }
   for (BufferNeed b : std::vector<BufferNeed>{{"tile_at", DType::i64, {{2}}},

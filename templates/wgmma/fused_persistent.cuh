@@ -23,13 +23,16 @@
 // full barriers in place of the records' bulk copies, and free the set.
 // The producer warpgroup's first warp, which copies records in the
 // decomposed design, walks the CTA's items here (looked up two items ahead)
-// and hands the group each tile in one of two scratch sets (the raw tiles
-// and the operands in their bytes, which are stage buffers of ring slots 0
-// and 1; a descriptor with the tile's ring position, valid rows, exp(A_log),
-// dt_bias and sigmoid(beta)): the prepare chain holds no lookup and no
-// global load. The second producer warp loads the states' and the V rows.
-// Uses kda_plan::main (= kda_plan::recurrence and kda_plan::prepare,
-// wgmma/fused_persistent_names), common/prepare_step and what
+// and hands the group each tile in one of two scratch sets beside the ring
+// (the raw tiles and the operands in their bytes: the prepare step's stage,
+// wgmma/fused_persistent_names; a descriptor with the tile's ring position,
+// valid rows, exp(A_log), dt_bias and sigmoid(beta)): the prepare chain holds
+// no lookup and no global load. The ring's slots hold only the records and
+// V, so four fit: the group forms a tile's two records while the MMA warps
+// read the tile before. The second producer warp loads the states' and the
+// V rows.
+// Uses kda_plan::main (= kda_plan::recurrence; kda_plan::prepare its
+// scratch-set view, wgmma/fused_persistent_names), common/prepare_step and what
 // wgmma/recurrence_persistent uses.
 namespace kda {
 namespace frag {
@@ -226,7 +229,7 @@ __device__ __forceinline__ void write_tile(const kda_plan::KdaParams& p, const P
       }
     }
     const i64 token_pitch = static_cast<i64>(p.heads) * D;
-    u8* const set_base = smem + set * F::STAGE_BYTES;
+    u8* const set_base = smem + set * kda_plan::prepare::STAGE_BYTES; // the scratch set's raw tiles
     const int part = lane % parts;
 #pragma unroll 1 // the warp's registers are few (the producer warpgroup's count)
     for (int r = lane / parts; r < C; r += 32 / parts) {
@@ -284,7 +287,7 @@ template <class Team>
 __device__ __forceinline__ void prepare_records_fused(const kda_plan::KdaParams& p, u8* smem) {
   namespace F = kda_plan::main;
   constexpr int D = kda_plan::HEAD_DIM;
-  static_assert(F::STAGES >= 2, "two scratch sets in the ring's stage buffers");
+  static_assert(F::STAGES >= 4, "a tile's two records while the MMA warps read the tile before");
   u64* const full = reinterpret_cast<u64*>(smem + F::FULL_OFFSET);
   u64* const empty = reinterpret_cast<u64*>(smem + F::EMPTY_OFFSET);
   const TileBuffers tb = tile_buffers(smem);
@@ -334,8 +337,8 @@ __device__ __forceinline__ void fused_persistent(const kda_plan::KdaParams& p) {
   static_assert(F::MMA_FIRST_WARP == 0 && F::PRODUCER_FIRST_WARP == F::MMA_WARPS && F::PRODUCER_WARPS == 4 &&
                     F::PREPARE_FIRST_WARP == F::PRODUCER_FIRST_WARP + 4 && F::PREPARE_WARPS == 4,
                 "MMA warps, then a producer warpgroup of four warps, then a prepare group of four");
-  static_assert(F::Q_RAW_STAGED && F::K_RAW_STAGED && F::G_RAW_STAGED && F::RECORD_STAGED,
-                "raw tiles per ring slot (the prepare group's scratch sets) and a record per slot");
+  static_assert(!F::Q_RAW_STAGED && !F::K_RAW_STAGED && !F::G_RAW_STAGED && F::RECORD_STAGED,
+                "raw tiles in two scratch sets beside the ring, a record per ring slot");
   static_assert(F::RECORD_BYTES == kda_plan::WS_RECORD_BYTES && F::RECORD_STAGED, "a record per ring slot");
   extern __shared__ __align__(1024) u8 smem[]; // the checkpoint tile's swizzle needs 1024-byte aligned boxes
   const int warp = threadIdx.x >> 5;
