@@ -60,8 +60,11 @@ struct SecondChunk {
 // others may go on (the next chunk's first barrier waits for it), or, with
 // RECORD_FOLDS_T, with the fold's writes. With PAIRS and second.exists, `c`
 // is rows 0-7 of the tile and `second` rows 8-15 (row_beta gives the row of
-// either).
-template <class Team, bool PAIRS = false, class RowBeta, class RecordAt>
+// either). NORMS_FIRST (a team whose chain holds its kernel: the fused
+// kernel's one group per SM) applies the rows' norms before the center's
+// stores, so that their loads do not wait behind the row before's stores;
+// it costs registers, which a prepare kernel's CTAs keep for occupancy.
+template <class Team, bool PAIRS = false, bool NORMS_FIRST = false, class RowBeta, class RecordAt>
 __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, const PrepareChunk& c, u8* smem,
                                                   int stage, float a_scale, float bias, RowBeta row_beta,
                                                   RecordAt record_at, const SecondChunk& second = SecondChunk{}) {
@@ -138,26 +141,36 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
   const float gamma_total = fast_exp2(g_total);
   // gamma of row r's segment: a paired tile's first segment has its own
   const float gamma_first = PAIRS && paired ? fast_exp2(first_total) : gamma_total;
+  if constexpr (NORMS_FIRST) {
+    // the loads may not move past the stores below (the compiler cannot
+    // tell the buffers apart): one per row after the row before's stores
+    // puts their latency on each row
+#pragma unroll
+    for (int r = 0; r < C; ++r) {
+      q[r] *= rnorm[r];
+      k[r] *= rnorm[C + r];
+    }
+  }
 #pragma unroll
   for (int r = 0; r < C; ++r) {
-    const float qn = q[r] * rnorm[r];
-    const float kn = k[r] * rnorm[C + r];
+    const float qn = NORMS_FIRST ? q[r] : q[r] * rnorm[r];
+    const float kn = NORMS_FIRST ? k[r] : k[r] * rnorm[C + r];
     const float decay = fast_exp2(G[r]);
     const float growth = fast_exp2(-G[r]);
     const float kd_f = kn * decay;
     const float qd_f = p.scale * qn * decay;
     const float ki_f = kn * growth;
-    const u16 kd = float_to_bf16_bits(kd_f);
-    const u16 qd = float_to_bf16_bits(qd_f);
-    const u16 ki = float_to_bf16_bits(ki_f);
-    const u16 kr = float_to_bf16_bits(ki_f * (PAIRS && r < HALF ? gamma_first : gamma_total)); // k^ 2^(G_tot - G)
+    const u16 kd = float_to_bf16_bits_alu(kd_f);
+    const u16 qd = float_to_bf16_bits_alu(qd_f);
+    const u16 ki = float_to_bf16_bits_alu(ki_f);
+    const u16 kr = float_to_bf16_bits_alu(ki_f * (PAIRS && r < HALF ? gamma_first : gamma_total)); // k^ 2^(G_tot - G)
     (void)growth;
     reinterpret_cast<u16*>(kd_s)[r * P::KD_PITCH + ch] = kd;
     reinterpret_cast<u16*>(qd_s)[r * P::QD_PITCH + ch] = qd;
     reinterpret_cast<u16*>(ki_s)[r * P::KI_PITCH + ch] = ki;
-    reinterpret_cast<u16*>(kd_lo_s)[r * P::KD_LO_PITCH + ch] = float_to_bf16_bits(kd_f - bf16_bits_to_float(kd));
-    reinterpret_cast<u16*>(qd_lo_s)[r * P::QD_LO_PITCH + ch] = float_to_bf16_bits(qd_f - bf16_bits_to_float(qd));
-    reinterpret_cast<u16*>(ki_lo_s)[r * P::KI_LO_PITCH + ch] = float_to_bf16_bits(ki_f - bf16_bits_to_float(ki));
+    reinterpret_cast<u16*>(kd_lo_s)[r * P::KD_LO_PITCH + ch] = float_to_bf16_bits_alu(kd_f - bf16_bits_to_float(kd));
+    reinterpret_cast<u16*>(qd_lo_s)[r * P::QD_LO_PITCH + ch] = float_to_bf16_bits_alu(qd_f - bf16_bits_to_float(qd));
+    reinterpret_cast<u16*>(ki_lo_s)[r * P::KI_LO_PITCH + ch] = float_to_bf16_bits_alu(ki_f - bf16_bits_to_float(ki));
     if constexpr (RECORD_FOLDS_T) {
       kr_column[r] = kr; // to the krt tile once ki is dead (after the products)
     } else {

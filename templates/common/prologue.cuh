@@ -28,11 +28,27 @@ __device__ __forceinline__ float bf16_bits_to_float(u16 bits) {
   return __uint_as_float(static_cast<u32>(bits) << 16);
 }
 
+// Two floats to a bf16x2 register: `lo` in the low half (the lower column index).
+__device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {
+  u32 r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
 // Round to nearest even, as __float2bfloat16_rn.
 __device__ __forceinline__ u16 float_to_bf16_bits(float x) {
   u16 r;
   asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(x));
   return r;
+}
+
+// The same bits by the paired conversion with a zero high half: one
+// fixed-latency ALU instruction (F2FP), where ptxas may issue
+// cvt.rn.bf16.f32 as F2F on the conversion unit, whose variable latency sat
+// on the chunk-16 prepare step's center chain. It may take a register more
+// (tcgen05's 64-register kernels spill with it), so only that step uses it.
+__device__ __forceinline__ u16 float_to_bf16_bits_alu(float x) {
+  return static_cast<u16>(pack_bf16x2(x, 0.0f));
 }
 
 __device__ __forceinline__ bf16 float_to_bf16(float x) {
@@ -43,13 +59,6 @@ __device__ __forceinline__ bf16 float_to_bf16(float x) {
 
 __device__ __forceinline__ float round_bf16(float x) {
   return bf16_bits_to_float(float_to_bf16_bits(x));
-}
-
-// Two floats to a bf16x2 register: `lo` in the low half (the lower column index).
-__device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {
-  u32 r;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
 }
 
 __device__ __forceinline__ u32 pack_bits(u16 lo, u16 hi) {
