@@ -233,8 +233,8 @@ FamilyRecipe wgmma_c32_recipe(const std::string& name, GridKind grid) {
 // what aliases them in two scratch sets beside the ring (a leading dimension
 // of 2, the step's stage), the rest shared; the tile descriptors the first
 // producer warp hands the group for each scratch set, with their two
-// mbarriers. Records are formed in the ring
-// slots and never reach the workspace.
+// mbarriers. Records are formed in the ring slots and never reach the
+// workspace.
 FamilyRecipe wgmma_fused_c16_persistent_recipe() {
   KernelRecipe kernel = wgmma_recurrence(16, GridKind::persistent);
   kernel.role = KernelRole::fused;
