@@ -69,6 +69,61 @@ struct LdmatrixRows {
   }
 };
 
+// A if B, else C (a type).
+template <bool B, class A, class C>
+struct Select {
+  using type = A;
+};
+template <class A, class C>
+struct Select<false, A, C> {
+  using type = C;
+};
+
+// Key-major 16-row operand tiles (common/prepare_step with KEY_MAJOR): key
+// k's 16 rows contiguous (32 bytes, HEAD_DIM keys: 4 KiB), rows 8h .. 8h + 7
+// in 16-byte half h ^ ((k >> 2) & 1), so that a thread writes its key's rows
+// with two 16-byte stores and eight consecutive keys' halves (a warp phase of
+// those stores, an ldmatrix matrix) hit all 32 banks. The fragments are the
+// transposed matrices of this layout (ldmatrix .trans).
+struct KeyMajorRows16 {
+  __device__ __forceinline__ static int half_at(int key, int half) { return 32 * key + 16 * (half ^ ((key >> 2) & 1)); }
+};
+template <class Rows>
+struct IsKeyMajor {
+  static constexpr bool value = false;
+};
+template <>
+struct IsKeyMajor<KeyMajorRows16> {
+  static constexpr bool value = true;
+};
+
+template <>
+struct LdmatrixRows<KeyMajorRows16> {
+  u32 at;
+  // matrix m = lane / 8: the A fragment's rows 8 (m % 2) .., keys 8 (m / 2) ..;
+  // the B fragments' rows 8 (m / 2) .., keys 8 (m % 2) ..
+  __device__ __forceinline__ LdmatrixRows(const u8* block, bool b_fragment) {
+    const int lane = threadIdx.x & 31;
+    const int m = lane >> 3;
+    const int key = (b_fragment ? 8 * (m & 1) : 8 * (m >> 1)) + (lane & 7);
+    const int half = b_fragment ? m >> 1 : m & 1;
+    at = smem_address(block) + static_cast<u32>(KeyMajorRows16::half_at(key, half));
+  }
+  __device__ __forceinline__ u32 step(int ks, int delta = 0) const {
+    return at + static_cast<u32>(32 * 16 * ks + delta); // 16 keys of 32 bytes
+  }
+};
+
+// ldmatrix.x4 of a tile of layout Rows: transposed for key-major tiles.
+template <class Rows>
+__device__ __forceinline__ void ldmatrix_rows_x4(u32 (&r)[4], u32 address) {
+  if constexpr (IsKeyMajor<Rows>::value) {
+    ldmatrix_x4_trans_shared(r, address);
+  } else {
+    ldmatrix_x4_shared(r, address);
+  }
+}
+
 // 16x16 product X Ki^T over K = HEAD_DIM by one warp from split operands
 // k = k_hi + k_lo and, with X_SPLIT, x = x_hi + x_lo (otherwise x = x_hi):
 // hi*hi + hi*lo + lo*hi, near-fp32. acc[nj] covers columns 8nj..8nj+7.
@@ -90,12 +145,12 @@ __device__ __forceinline__ void warp_product_16x16(const u8* x_hi, const u8* x_l
     u32 a_hi[4];
     u32 b_hi[4];
     u32 b_lo[4];
-    ldmatrix_x4_shared(a_hi, a_rows.step(ks));
-    ldmatrix_x4_shared(b_hi, b_rows.step(ks));
-    ldmatrix_x4_shared(b_lo, b_rows.step(ks, k_lo_delta));
+    ldmatrix_rows_x4<Rows>(a_hi, a_rows.step(ks));
+    ldmatrix_rows_x4<Rows>(b_hi, b_rows.step(ks));
+    ldmatrix_rows_x4<Rows>(b_lo, b_rows.step(ks, k_lo_delta));
     if constexpr (X_SPLIT) {
       u32 a_lo[4];
-      ldmatrix_x4_shared(a_lo, a_rows.step(ks, x_lo_delta));
+      ldmatrix_rows_x4<Rows>(a_lo, a_rows.step(ks, x_lo_delta));
 #pragma unroll
       for (int nj = 0; nj < 2; ++nj) {
         mma_bf16_16816(acc[nj], a_lo, b_hi[2 * nj], b_hi[2 * nj + 1]);

@@ -11,7 +11,12 @@
 //           the raw tiles are dead from here (the operands reuse their bytes)
 //   center: gate a2 = gate_scale * sigmoid(exp(A_log) (g + dt_bias)) (log2
 //           domain), prefix G over rows, Kd = k^ 2^G, Qd = scale q^ 2^G,
-//           Ki = k^ 2^-G, Kr = k^ 2^(G_tot - G), gamma = 2^G_tot
+//           Ki = k^ 2^-G, Kr = k^ 2^(G_tot - G), gamma = 2^G_tot; for the
+//           core-matrix record (RECORD_FOLDS_T) the operand tiles are
+//           key-major (KeyMajorRows16: a key's 16 rows in 32 bytes), each
+//           thread converting two rows at a time (cvt.rn.bf16x2) and
+//           storing its key's 8 rows of each operand in one 16-byte store;
+//           for the row layouts' record row-major, 2-byte stores
 //   mqk:    L = diag(beta) strict-lower(Kd Ki^T), Mqk = lower-incl(Qd Ki^T)
 //           by mma.sync on split operands x = hi + lo (both bf16), summing
 //           hi*hi + hi*lo + lo*hi: near-fp32 products, so a small q.k of a
@@ -21,11 +26,13 @@
 //   fold:   (record layouts with RECORD_FOLDS_T) the update's B operand
 //           T^T [Kr | Mqk^T] by mma.sync (Kr^T T per warp's 32 keys, Mqk T by
 //           warp 1), so the recurrence needs no solve step
-//   write:  Kd, Qd (and Kr in the row layout) from their SMEM tiles with
-//           16-byte stores by warps 2 and 3 while warps 0 and 1 form L and
-//           Mqk; Kr^T in the core-matrix layout straight from the registers
-//           (each thread's key column is 8 rows x 2 B contiguous); T, Mqk
-//           (bf16), beta, gamma (fp32) directly: the record
+//   write:  Kd, Qd (and Kr in the row layout) from their SMEM tiles by
+//           warps 2 and 3 while warps 0 and 1 form L and Mqk (key-major:
+//           ldmatrix .trans, then stmatrix or 4-byte stores; row-major:
+//           16-byte row segments); Kr^T in the core-matrix layout straight
+//           from the registers (each thread's key column is 16 rows x 2 B
+//           contiguous); T, Mqk (bf16), beta, gamma (fp32) directly: the
+//           record
 // Paired tiles (a fused kernel's prepare, PAIRS): a tile's rows 0-7 and
 // 8-15 may be two short chunks of at most 8 rows each (two work items of one
 // chunk), prepared together and written to two records. Each segment has its
@@ -64,7 +71,10 @@ struct SecondChunk {
 // kernel's one group per SM) applies the rows' norms before the center's
 // stores, so that their loads do not wait behind the row before's stores;
 // it costs registers, which a prepare kernel's CTAs keep for occupancy.
-template <class Team, bool PAIRS = false, bool NORMS_FIRST = false, class RowBeta, class RecordAt>
+// SMEM_RECORDS: record_at() points into shared memory (a fused kernel's ring
+// slot), else into the workspace.
+template <class Team, bool PAIRS = false, bool NORMS_FIRST = false, bool SMEM_RECORDS = false, class RowBeta,
+          class RecordAt>
 __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, const PrepareChunk& c, u8* smem,
                                                   int stage, float a_scale, float bias, RowBeta row_beta,
                                                   RecordAt record_at, const SecondChunk& second = SecondChunk{}) {
@@ -73,6 +83,12 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
   constexpr int D = kda_plan::HEAD_DIM;
   constexpr int HALF = C / 2;
   static_assert(!PAIRS || (C == 16 && RECORD_FOLDS_T && RECORD_PART_MAJOR), "pairs: the chunk-16 wgmma record");
+  // the wgmma record (core matrices, T folded in): key-major operand tiles
+  // (KeyMajorRows16), written two rows per conversion and 16 bytes per store,
+  // read by ldmatrix .trans; the row layouts' record: row-major padded tiles
+  constexpr bool KEY_MAJOR = RECORD_FOLDS_T;
+  static_assert(KEY_MAJOR == RECORD_PART_MAJOR, "the core-matrix record is part-major and folds T");
+  static_assert(!PAIRS || SMEM_RECORDS, "paired tiles write their records into SMEM (stmatrix)");
   const bool paired = PAIRS && second.exists;
   // segment of row r (compile-time r): 1 for rows 8-15 of a paired tile
   auto in_second = [paired](int r) { return paired && r >= HALF; };
@@ -124,7 +140,6 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
   u8* ki_lo_s = prepare_buffer(smem, stage, P::KI_LO_OFFSET, P::KI_LO_STAGED);
   u8* record = record_at();
   u8* kr_s = kr_tile(smem, stage);
-  u16 kr_column[C];
   float G[C];
   float acc = 0.0f;
   float first_total = 0.0f; // a paired tile: the first segment's total
@@ -151,29 +166,67 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
       k[r] *= rnorm[C + r];
     }
   }
+  u32 kr_pairs[C / 2]; // KEY_MAJOR: Kr^T's rows 2j, 2j + 1 of the thread's key (to the krt tile once ki is dead)
+  if constexpr (KEY_MAJOR) {
+    // rows two at a time, each operand as one paired conversion (the same
+    // rounding per element), the key's 8 rows of a half in one 16-byte store
+    // per operand (KeyMajorRows16)
 #pragma unroll
-  for (int r = 0; r < C; ++r) {
-    const float qn = NORMS_FIRST ? q[r] : q[r] * rnorm[r];
-    const float kn = NORMS_FIRST ? k[r] : k[r] * rnorm[C + r];
-    const float decay = fast_exp2(G[r]);
-    const float growth = fast_exp2(-G[r]);
-    const float kd_f = kn * decay;
-    const float qd_f = p.scale * qn * decay;
-    const float ki_f = kn * growth;
-    const u16 kd = float_to_bf16_bits_alu(kd_f);
-    const u16 qd = float_to_bf16_bits_alu(qd_f);
-    const u16 ki = float_to_bf16_bits_alu(ki_f);
-    const u16 kr = float_to_bf16_bits_alu(ki_f * (PAIRS && r < HALF ? gamma_first : gamma_total)); // k^ 2^(G_tot - G)
-    (void)growth;
-    reinterpret_cast<u16*>(kd_s)[r * P::KD_PITCH + ch] = kd;
-    reinterpret_cast<u16*>(qd_s)[r * P::QD_PITCH + ch] = qd;
-    reinterpret_cast<u16*>(ki_s)[r * P::KI_PITCH + ch] = ki;
-    reinterpret_cast<u16*>(kd_lo_s)[r * P::KD_LO_PITCH + ch] = float_to_bf16_bits_alu(kd_f - bf16_bits_to_float(kd));
-    reinterpret_cast<u16*>(qd_lo_s)[r * P::QD_LO_PITCH + ch] = float_to_bf16_bits_alu(qd_f - bf16_bits_to_float(qd));
-    reinterpret_cast<u16*>(ki_lo_s)[r * P::KI_LO_PITCH + ch] = float_to_bf16_bits_alu(ki_f - bf16_bits_to_float(ki));
-    if constexpr (RECORD_FOLDS_T) {
-      kr_column[r] = kr; // to the krt tile once ki is dead (after the products)
-    } else {
+    for (int h = 0; h < 2; ++h) {
+      u32 hi[3][4];
+      u32 lo[3][4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int r = 8 * h + 2 * j;
+        const float decay0 = fast_exp2(G[r]);
+        const float decay1 = fast_exp2(G[r + 1]);
+        const float growth0 = fast_exp2(-G[r]);
+        const float growth1 = fast_exp2(-G[r + 1]);
+        const float q0 = NORMS_FIRST ? q[r] : q[r] * rnorm[r];
+        const float q1 = NORMS_FIRST ? q[r + 1] : q[r + 1] * rnorm[r + 1];
+        const float k0 = NORMS_FIRST ? k[r] : k[r] * rnorm[C + r];
+        const float k1 = NORMS_FIRST ? k[r + 1] : k[r + 1] * rnorm[C + r + 1];
+        const float x[3][2] = {{k0 * decay0, k1 * decay1},
+                               {p.scale * q0 * decay0, p.scale * q1 * decay1},
+                               {k0 * growth0, k1 * growth1}};
+#pragma unroll
+        for (int o = 0; o < 3; ++o) {
+          const u32 two = pack_bf16x2(x[o][0], x[o][1]);
+          hi[o][j] = two;
+          lo[o][j] = pack_bf16x2(x[o][0] - __uint_as_float(two << 16), x[o][1] - __uint_as_float(two & 0xffff0000u));
+        }
+        const float gamma = PAIRS && r < HALF ? gamma_first : gamma_total; // rows r, r + 1: one segment
+        kr_pairs[4 * h + j] = pack_bf16x2(x[2][0] * gamma, x[2][1] * gamma); // k^ 2^(G_tot - G)
+      }
+      const int at = KeyMajorRows16::half_at(ch, h);
+      *reinterpret_cast<uint4*>(kd_s + at) = make_uint4(hi[0][0], hi[0][1], hi[0][2], hi[0][3]);
+      *reinterpret_cast<uint4*>(qd_s + at) = make_uint4(hi[1][0], hi[1][1], hi[1][2], hi[1][3]);
+      *reinterpret_cast<uint4*>(ki_s + at) = make_uint4(hi[2][0], hi[2][1], hi[2][2], hi[2][3]);
+      *reinterpret_cast<uint4*>(kd_lo_s + at) = make_uint4(lo[0][0], lo[0][1], lo[0][2], lo[0][3]);
+      *reinterpret_cast<uint4*>(qd_lo_s + at) = make_uint4(lo[1][0], lo[1][1], lo[1][2], lo[1][3]);
+      *reinterpret_cast<uint4*>(ki_lo_s + at) = make_uint4(lo[2][0], lo[2][1], lo[2][2], lo[2][3]);
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < C; ++r) {
+      const float qn = NORMS_FIRST ? q[r] : q[r] * rnorm[r];
+      const float kn = NORMS_FIRST ? k[r] : k[r] * rnorm[C + r];
+      const float decay = fast_exp2(G[r]);
+      const float growth = fast_exp2(-G[r]);
+      const float kd_f = kn * decay;
+      const float qd_f = p.scale * qn * decay;
+      const float ki_f = kn * growth;
+      const u16 kd = float_to_bf16_bits_alu(kd_f);
+      const u16 qd = float_to_bf16_bits_alu(qd_f);
+      const u16 ki = float_to_bf16_bits_alu(ki_f);
+      const u16 kr = float_to_bf16_bits_alu(ki_f * (PAIRS && r < HALF ? gamma_first : gamma_total)); // k^ 2^(G_tot - G)
+      (void)growth;
+      reinterpret_cast<u16*>(kd_s)[r * P::KD_PITCH + ch] = kd;
+      reinterpret_cast<u16*>(qd_s)[r * P::QD_PITCH + ch] = qd;
+      reinterpret_cast<u16*>(ki_s)[r * P::KI_PITCH + ch] = ki;
+      reinterpret_cast<u16*>(kd_lo_s)[r * P::KD_LO_PITCH + ch] = float_to_bf16_bits_alu(kd_f - bf16_bits_to_float(kd));
+      reinterpret_cast<u16*>(qd_lo_s)[r * P::QD_LO_PITCH + ch] = float_to_bf16_bits_alu(qd_f - bf16_bits_to_float(qd));
+      reinterpret_cast<u16*>(ki_lo_s)[r * P::KI_LO_PITCH + ch] = float_to_bf16_bits_alu(ki_f - bf16_bits_to_float(ki));
       reinterpret_cast<u16*>(kr_s)[r * kr_tile_pitch() + ch] = kr;
     }
   }
@@ -195,34 +248,59 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
   }
   Team::sync();
 
-  // write: Kd, Qd (and Kr) tiles to the record with 16-byte stores by warps
-  // 2 and 3 (row r, 8 keys from 8 part) while warps 0 and 1 form L and Mqk,
-  // in the record's contiguous order so that a warp's store covers whole
-  // 128-byte lines: RECORD_PART_MAJOR, the 32 rows [Kd; Qd] of one part per
-  // warp and store (512 contiguous bytes); else whole rows
+  // write: Kd and Qd (and Kr) to the record by warps 2 and 3 while warps 0
+  // and 1 form L and Mqk. Key-major tiles, per part (8 keys): one ldmatrix
+  // .trans of the part's four 8x8 blocks (Kd, Qd x rows 0-7, 8-15) gives
+  // thread (g, t) keys 2t, 2t + 1 of row g, the rows of the record's core
+  // matrices, stored by one stmatrix where the record lies in SMEM (a fused
+  // kernel's ring slot), else by 4-byte stores (a warp's store: a core
+  // matrix, 128 contiguous bytes); a paired tile's rows 8-15 go to rows 0-7 of
+  // its second record, zeros to rows 8-15 of both (paired tiles are a fused
+  // kernel's, in SMEM). Row layouts: 16-byte row segments, whole rows per pass.
   if (warp >= 2) {
-    constexpr int tiles = RECORD_FOLDS_T ? 2 : 3;
     constexpr int parts = 2 * D / 16;
     constexpr int writers = Team::threads() - 64;
-    static_assert(!RECORD_PART_MAJOR || (tiles * C == 32 && writers % 32 == 0), "a warp's lanes are the rows of [Kd; Qd]");
-    if constexpr (RECORD_PART_MAJOR) {
-      const int tile = lane / C;
-      const int r = lane % C;
-      const u8* src = tile == 0 ? kd_s + 2 * r * P::KD_PITCH : qd_s + 2 * r * P::QD_PITCH;
-      // a paired tile: row r to row r % 8 of its segment's record, zero to row r % 8 + 8
-      u8* const own = paired && r >= HALF ? second.record : record;
-      const int row = paired ? r % HALF : r;
+    if constexpr (KEY_MAJOR) {
+      static_assert(writers % 32 == 0, "whole warps of writers");
+      constexpr int part_step = 32 * 8; // 8 keys of the key-major tile
+      const int record_part_step = record_kd_part(0, 1) - record_kd_part(0, 0);
+      const int m = lane >> 3; // the matrix this lane addresses
+      const int half = m & 1;
+      const bool qd_tile = (m >> 1) != 0;
+      const u32 src = smem_address((qd_tile ? qd_s : kd_s) + KeyMajorRows16::half_at(lane & 7, half));
+      if constexpr (SMEM_RECORDS) {
+        u8* const own = paired && half == 1 ? second.record : record;
+        const int row = paired ? (lane & 7) : 8 * half + (lane & 7);
+        const u32 dst = smem_address(own + (qd_tile ? record_qd_part(row, 0) : record_kd_part(row, 0)));
+        const u32 zero_dst = smem_address(own + (qd_tile ? record_qd_part(row + HALF, 0) : record_kd_part(row + HALF, 0)));
 #pragma unroll
-      for (int part = warp - 2; part < parts; part += writers / 32) {
-        const int at = tile == 0 ? record_kd_part(row, part) : record_qd_part(row, part);
-        *reinterpret_cast<uint4*>(own + at) = *reinterpret_cast<const uint4*>(src + 16 * part);
-        if (paired) {
-          const int zero_at = tile == 0 ? record_kd_part(row + HALF, part) : record_qd_part(row + HALF, part);
-          *reinterpret_cast<uint4*>(own + zero_at) = make_uint4(0u, 0u, 0u, 0u);
+        for (int part = warp - 2; part < parts; part += writers / 32) {
+          u32 v[4];
+          ldmatrix_x4_trans_shared(v, src + part_step * part);
+          stmatrix_x4_shared(dst + record_part_step * part, v);
+          if (paired) {
+            const u32 zeros[4] = {0u, 0u, 0u, 0u};
+            stmatrix_x4_shared(zero_dst + record_part_step * part, zeros);
+          }
+        }
+      } else {
+        const int g = lane >> 2;
+        const int t = lane & 3;
+#pragma unroll
+        for (int part = warp - 2; part < parts; part += writers / 32) {
+          u32 v[4];
+          ldmatrix_x4_trans_shared(v, src + part_step * part);
+#pragma unroll
+          for (int mm = 0; mm < 4; ++mm) {
+            const int row = 8 * (mm & 1) + g;
+            const int at = (mm >> 1 ? record_qd_part(row, part) : record_kd_part(row, part)) + 4 * t;
+            *reinterpret_cast<u32*>(record + at) = v[mm];
+          }
         }
       }
     } else {
-      static_assert(RECORD_PART_MAJOR || (writers % parts == 0 && C % (writers / parts) == 0), "whole rows per pass");
+      constexpr int tiles = 3;
+      static_assert(writers % parts == 0 && C % (writers / parts) == 0, "whole rows per pass");
       const int part = Team::thread() % parts;
       const int r0 = (Team::thread() - 64) / parts;
 #pragma unroll
@@ -248,7 +326,8 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
     static_assert(P::KD_PITCH == P::QD_PITCH && P::KD_PITCH == P::KI_PITCH && P::KD_PITCH == P::KD_LO_PITCH &&
                       P::KD_PITCH == P::QD_LO_PITCH && P::KD_PITCH == P::KI_LO_PITCH,
                   "one pitch for the split operands");
-    warp_product_16x16<PaddedRows<P::KD_PITCH>, true>(warp == 0 ? kd_s : qd_s, warp == 0 ? kd_lo_s : qd_lo_s, ki_s, ki_lo_s, prod);
+    using OperandRows = typename Select<KEY_MAJOR, KeyMajorRows16, PaddedRows<P::KD_PITCH>>::type;
+    warp_product_16x16<OperandRows, true>(warp == 0 ? kd_s : qd_s, warp == 0 ? kd_lo_s : qd_lo_s, ki_s, ki_lo_s, prod);
 #pragma unroll
     for (int nj = 0; nj < 2; ++nj) {
 #pragma unroll
@@ -276,18 +355,8 @@ __device__ __forceinline__ void prepare_one_chunk(const kda_plan::KdaParams& p, 
   if constexpr (RECORD_FOLDS_T) {
     // Kr^T rows (key ch, chunk rows i) into the krt tile (ki's bytes, dead now)
     u8* krt = krt_tile(smem, stage);
-    uint4 lo;
-    uint4 hi;
-    lo.x = pack_bits(kr_column[0], kr_column[1]);
-    lo.y = pack_bits(kr_column[2], kr_column[3]);
-    lo.z = pack_bits(kr_column[4], kr_column[5]);
-    lo.w = pack_bits(kr_column[6], kr_column[7]);
-    hi.x = pack_bits(kr_column[8], kr_column[9]);
-    hi.y = pack_bits(kr_column[10], kr_column[11]);
-    hi.z = pack_bits(kr_column[12], kr_column[13]);
-    hi.w = pack_bits(kr_column[14], kr_column[15]);
-    *reinterpret_cast<uint4*>(krt + 2 * ch * krt_pitch()) = lo;
-    *reinterpret_cast<uint4*>(krt + 2 * ch * krt_pitch() + 16) = hi;
+    *reinterpret_cast<uint4*>(krt + 2 * ch * krt_pitch()) = make_uint4(kr_pairs[0], kr_pairs[1], kr_pairs[2], kr_pairs[3]);
+    *reinterpret_cast<uint4*>(krt + 2 * ch * krt_pitch() + 16) = make_uint4(kr_pairs[4], kr_pairs[5], kr_pairs[6], kr_pairs[7]);
   }
 
   // inverse: T (I + L) = I, column j of T by lane j (forward substitution)

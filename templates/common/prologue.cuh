@@ -136,6 +136,16 @@ __device__ __forceinline__ void ldmatrix_x4_trans_shared(u32 (&r)[4], u32 addres
                : "r"(address));
 }
 
+// Four 8x8 b16 matrices to SMEM, the inverse of ldmatrix_x4_shared: lanes
+// 8j..8j+7 give the row addresses of matrix j (16-byte aligned, shared
+// space); thread (g, t) supplies row g, elements 2t and 2t+1 of each (PTX
+// ISA, "stmatrix"; sm_90 and later).
+__device__ __forceinline__ void stmatrix_x4_shared(u32 address, const u32 (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};" ::"r"(address), "r"(r[0]), "r"(r[1]),
+               "r"(r[2]), "r"(r[3])
+               : "memory");
+}
+
 __device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], const void* row) {
   ldmatrix_x4_shared(r, smem_address(row));
 }

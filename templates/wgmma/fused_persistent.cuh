@@ -316,8 +316,8 @@ __device__ __forceinline__ void prepare_records_fused(const kda_plan::KdaParams&
     chunk.valid = valid;
     chunk.exists = true;
     const float* const beta = tb.beta + kda_plan::CHUNK_SIZE * set;
-    prepare_one_chunk<Team, true, true>(p, chunk, smem, set, tb.gate[2 * set], tb.bias[2 * set * D + ch],
-                                        [beta, ch] { return beta[ch]; }, [record] { return record; }, second);
+    prepare_one_chunk<Team, true, true, true>(p, chunk, smem, set, tb.gate[2 * set], tb.bias[2 * set * D + ch],
+                                              [beta, ch] { return beta[ch]; }, [record] { return record; }, second);
     fence_async_shared(); // the records are read by wgmma (the async proxy)
     Team::sync();         // every thread's record writes and scratch reads are done
     if (Team::thread() == 0) {
