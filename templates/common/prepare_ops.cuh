@@ -67,6 +67,8 @@ struct LdmatrixRows {
   __device__ __forceinline__ u32 step(int ks, int delta = 0) const {
     return at[ks & 3] + static_cast<u32>(HALF_STEP * (ks >> 2) + delta);
   }
+  // the four matrices at a step's addresses (the key-major layout's: transposed)
+  __device__ __forceinline__ static void load(u32 (&r)[4], u32 address) { ldmatrix_x4_shared(r, address); }
 };
 
 // A if B, else C (a type).
@@ -88,14 +90,6 @@ struct Select<false, A, C> {
 struct KeyMajorRows16 {
   __device__ __forceinline__ static int half_at(int key, int half) { return 32 * key + 16 * (half ^ ((key >> 2) & 1)); }
 };
-template <class Rows>
-struct IsKeyMajor {
-  static constexpr bool value = false;
-};
-template <>
-struct IsKeyMajor<KeyMajorRows16> {
-  static constexpr bool value = true;
-};
 
 template <>
 struct LdmatrixRows<KeyMajorRows16> {
@@ -112,17 +106,8 @@ struct LdmatrixRows<KeyMajorRows16> {
   __device__ __forceinline__ u32 step(int ks, int delta = 0) const {
     return at + static_cast<u32>(32 * 16 * ks + delta); // 16 keys of 32 bytes
   }
+  __device__ __forceinline__ static void load(u32 (&r)[4], u32 address) { ldmatrix_x4_trans_shared(r, address); }
 };
-
-// ldmatrix.x4 of a tile of layout Rows: transposed for key-major tiles.
-template <class Rows>
-__device__ __forceinline__ void ldmatrix_rows_x4(u32 (&r)[4], u32 address) {
-  if constexpr (IsKeyMajor<Rows>::value) {
-    ldmatrix_x4_trans_shared(r, address);
-  } else {
-    ldmatrix_x4_shared(r, address);
-  }
-}
 
 // 16x16 product X Ki^T over K = HEAD_DIM by one warp from split operands
 // k = k_hi + k_lo and, with X_SPLIT, x = x_hi + x_lo (otherwise x = x_hi):
@@ -145,12 +130,12 @@ __device__ __forceinline__ void warp_product_16x16(const u8* x_hi, const u8* x_l
     u32 a_hi[4];
     u32 b_hi[4];
     u32 b_lo[4];
-    ldmatrix_rows_x4<Rows>(a_hi, a_rows.step(ks));
-    ldmatrix_rows_x4<Rows>(b_hi, b_rows.step(ks));
-    ldmatrix_rows_x4<Rows>(b_lo, b_rows.step(ks, k_lo_delta));
+    LdmatrixRows<Rows>::load(a_hi, a_rows.step(ks));
+    LdmatrixRows<Rows>::load(b_hi, b_rows.step(ks));
+    LdmatrixRows<Rows>::load(b_lo, b_rows.step(ks, k_lo_delta));
     if constexpr (X_SPLIT) {
       u32 a_lo[4];
-      ldmatrix_rows_x4<Rows>(a_lo, a_rows.step(ks, x_lo_delta));
+      LdmatrixRows<Rows>::load(a_lo, a_rows.step(ks, x_lo_delta));
 #pragma unroll
       for (int nj = 0; nj < 2; ++nj) {
         mma_bf16_16816(acc[nj], a_lo, b_hi[2 * nj], b_hi[2 * nj + 1]);
