@@ -12,7 +12,8 @@
 // hidden), which tells how much of the per-call figure is host time. --pool
 // and --checkpoint-every P time calls with a state pool (the sequences'
 // states scattered over twice as many slots, or over S with --pool-slots S)
-// and with native checkpoints; workloads without a FLA figure print "-";
+// and with native checkpoints (with the rows' bytes and their time at the
+// memory floor's rate); workloads without a FLA figure print "-";
 // --planned also times PrefillPlan::run and the replay of a CUDA graph of one
 // run, with their host times. --profile-range brackets each workload's timed
 // calls with cuProfilerStart / cuProfilerStop, for a profiler's range replay
@@ -176,6 +177,11 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
     if (!t.prepare_overlap.empty()) {
       out << fmt::format("{:<20} prepare overlap {}\n", "", t.prepare_overlap);
     }
+    const std::int64_t rows_bytes = features.checkpoint_every > 0 ? checkpoint_bytes(*w, features.checkpoint_every) : 0;
+    if (rows_bytes > 0) {
+      out << fmt::format("{:<20} checkpoint rows {:.1f} MB, {:.3f} ms at {:.1f} TB/s\n", "", rows_bytes / 1e6,
+                         static_cast<double>(rows_bytes) / k_h200_copy_bandwidth * 1e3, k_h200_copy_bandwidth / 1e12);
+    }
     std::optional<Timing> planned_timing;
     std::optional<Timing> graph_timing;
     if (planned) {
@@ -202,7 +208,8 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
                        {"fla_ms", fla_known ? nlohmann::json(w->fla_ms) : nlohmann::json()},
                        {"speedup_vs_fla", fla_known ? nlohmann::json(vs_fla) : nlohmann::json()},
                        {"kernel", t.schedule},
-                       {"prepare_overlap", t.prepare_overlap}});
+                       {"prepare_overlap", t.prepare_overlap},
+                       {"checkpoint_bytes", rows_bytes}});
     if (back_to_back_ms) {
       results.back()["back_to_back_ms"] = *back_to_back_ms;
     }

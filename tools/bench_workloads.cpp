@@ -51,4 +51,12 @@ std::int64_t minimal_bytes(const BenchWorkload& w) {
   return tokens * w.heads * per_token_head + state + w.heads * (4 + 128 * 4);
 }
 
+std::int64_t checkpoint_bytes(const BenchWorkload& w, std::int64_t every) {
+  std::int64_t rows = 0;
+  for (std::int64_t l : w.seqlens) {
+    rows += (l + every - 1) / every;
+  }
+  return rows * w.heads * 128 * 128 * 2;
+}
+
 } // namespace kda::tools

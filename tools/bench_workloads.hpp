@@ -34,6 +34,13 @@ std::vector<const BenchWorkload*> workloads_in_class(ShapeClass c, int sm_count,
 /// (64 KiB per sequence and head), A_log and dt_bias.
 std::int64_t minimal_bytes(const BenchWorkload& w);
 
+/// Bytes of the bf16 checkpoint rows a call with checkpoints every `every`
+/// tokens writes: ceil(L / every) rows of 128 x 128 per sequence and head
+/// (spec section 1.5; none for a zero-length sequence). The serving-engine
+/// goal bounds a checkpointed call by the plain one + 3 % + these bytes at
+/// k_h200_copy_bandwidth.
+std::int64_t checkpoint_bytes(const BenchWorkload& w, std::int64_t every);
+
 inline constexpr double k_h200_copy_bandwidth = 4.3e12; ///< bytes/s, peers-h200.md's memory floor
 
 } // namespace kda::tools

@@ -141,7 +141,9 @@ usage:
       hidden behind the call before).
       --pool: the state is a pool of 2N slots (ssm_state_indices, every other
       slot); --pool-slots S: a pool of S slots (at least N; the sequences
-      S / N slots apart); --checkpoint-every P: native checkpoints every P tokens;
+      S / N slots apart); --checkpoint-every P: native checkpoints every P tokens
+      (a line below each workload gives the rows' bytes and their time at the
+      memory floor's 4.3 TB/s; --json: checkpoint_bytes);
       --planned: also PrefillPlan::run and a CUDA graph of one run replayed.
       --profile-range: each workload's timed calls between cuProfilerStart and
       cuProfilerStop, for a profiler's range replay (ncu --replay-mode

@@ -76,3 +76,23 @@ TEST_CASE("bench workloads: the short-sequence cases and their floors", "[tools]
   // 32,768 bf16 states of 32 KiB read and written (2.15 GB) and 16,384 tokens x 32 heads (0.67 GB): 0.656 ms
   CHECK(static_cast<double>(minimal_bytes(*short16)) / k_h200_copy_bandwidth * 1e3 == Approx(0.656).epsilon(0.002));
 }
+
+TEST_CASE("bench workloads: checkpoint rows' bytes", "[tools][bench]") {
+  auto find = [](const std::string& name) -> const BenchWorkload& {
+    for (const BenchWorkload& w : bench_workloads()) {
+      if (w.name == name) {
+        return w;
+      }
+    }
+    FAIL("no workload " << name);
+    throw; // unreachable
+  };
+  constexpr std::int64_t row = 128 * 128 * 2; // one bf16 state
+  // 8 sequences of 1,024 tokens, 96 heads, a row every 64 tokens: 16 rows each
+  CHECK(checkpoint_bytes(find("h96_uniform_8x1024"), 64) == 8 * 16 * 96 * row);
+  // mixed lengths round up per sequence: 1300 547 2048 963 271 3063 -> 21 9 32 16 5 48
+  CHECK(checkpoint_bytes(find("h64_mixed"), 64) == (21 + 9 + 32 + 16 + 5 + 48) * 64 * row);
+  // a sequence shorter than the interval has its row 0 (the initial state)
+  CHECK(checkpoint_bytes(find("h96_packed_1024x8"), 64) == 1024 * 96 * row);
+  CHECK(checkpoint_bytes(find("h16_fixed_32768"), 32) == 1024 * 16 * row);
+}
