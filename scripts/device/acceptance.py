@@ -90,8 +90,8 @@ def rounds_of(bench, rounds, variants, cases):
     return out
 
 
-def series(runs, case, key="ms"):
-    return [r[case][key] for r in runs]
+def series(runs, case):
+    return [r[case]["ms"] for r in runs]
 
 
 def fmt_series(values):
