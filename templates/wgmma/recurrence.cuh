@@ -272,41 +272,54 @@ __device__ __forceinline__ void produce_outputs(const kda_plan::KdaParams& p, co
   }
 }
 
-__device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
+// A CTA's position in its rings before a (sequence, head)'s chunks: chunks
+// consumed (record slots, output tiles) and checkpoint rows staged
+// (checkpoint tile); {0, 0} for a CTA of one (sequence, head), the CTA's
+// items so far on the persistent grid.
+struct RingPosition {
+  i64 chunk;
+  int row;
+};
+
+// An MMA thread's place in its fragments: its warp and lane, the thread's
+// column pair t, the row and column its ldmatrix addresses start from, and
+// the warp's first value row (of the M tile at m0).
+struct MmaLane {
+  int warp;
+  int lane;
+  int t;
+  int lane_row;
+  int lane_col8;
+  int v_row;
+};
+
+__device__ __forceinline__ MmaLane mma_lane(int m0) {
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  return {warp, lane, lane & 3, 8 * (lane >> 4) + (lane & 7) /* ldmatrix: rows 8 (j / 2) + r */,
+          8 * ((lane >> 3) & 1) /* columns 8 (j % 2) */, m0 + 16 * warp};
+}
+
+// An MMA warp: the chunks of one (sequence, head) on the fp32 state in `acc`
+// (loaded before, stored after by the caller), from ring position `at`: per
+// chunk project, residual, update, release, and meanwhile the checkpoint row
+// and the chunk before's output (the header above says each part); the last
+// chunk's output staged at the end. Returns the checkpoint rows staged.
+__device__ __forceinline__ int mma_chunks(const kda_plan::KdaParams& p, u8* smem, float (&acc)[1][16][4],
+                                          const MmaLane& l, i64 chunks, RingPosition at) {
   namespace R = kda_plan::recurrence;
   constexpr int C = kda_plan::CHUNK_SIZE;
   constexpr int D = kda_plan::HEAD_DIM;
   constexpr int S = R::STAGES;
   constexpr int NT = C / 8;  // 8-column tiles of the chunk dimension
   constexpr int KS = C / 16; // K steps over the chunk rows
-  static_assert((C == 16 || C == 32) && D == 128, "wgmma recurrence: chunk 16 or 32, head dim 128");
-  static_assert(rows_per_warp() == 16 && kda_plan::M_TILE % 64 == 0, "warpgroups of 64 value rows, 16 per warp");
-  static_assert(R::MMA_FIRST_WARP == 0 && R::PRODUCER_FIRST_WARP == R::MMA_WARPS, "MMA warps first, then the producer");
-  static_assert(R::MMA_REGISTERS > 0 && R::PRODUCER_REGISTERS > 0 && R::PRODUCER_WARPS == 4,
-                "a producer warpgroup (records, V, outputs) giving its registers to the MMA warpgroups (setmaxnreg)");
-  static_assert(R::RECORD_BYTES == kda_plan::WS_RECORD_BYTES, "one record per ring slot");
-  static_assert(R::FULL_BYTES >= 8 * S && R::EMPTY_BYTES >= 8 * S, "one full and one empty mbarrier per ring slot");
   constexpr int T = R::OUT_FULL_BYTES / 8; // output tiles
-  static_assert(T >= 1 && R::OUT_EMPTY_BYTES == R::OUT_FULL_BYTES, "one out_full and one out_empty mbarrier per tile");
-  static_assert(R::OUT_BYTES == T * C * R::OUT_PITCH * 2, "OUT_FULL_BYTES / 8 output tiles of C rows");
-  static_assert(R::STAGE_BYTES % 16 == 0 && R::V_PITCH * 2 % 16 == 0 && R::OUT_PITCH * 2 % 16 == 0,
-                "bulk copy destinations and output rows 16-byte aligned");
-  static_assert(!kda_plan::CHECKPOINTS ||
-                    (R::CHECKPOINT_PITCH == 64 && R::CHECKPOINT_OFFSET % 1024 == 0 &&
-                     R::CHECKPOINT_BYTES >= 2 * k_checkpoint_box_bytes && R::CHECKPOINT_FULL_BYTES >= 8 &&
-                     R::CHECKPOINT_EMPTY_BYTES >= 8),
-                "checkpoints: a 1024-byte aligned tile of two TMA boxes [M_TILE][64] (128-byte rows, the "
-                "128-byte swizzle) and its two mbarriers");
-  extern __shared__ __align__(1024) u8 smem[]; // the checkpoint tile's swizzle needs 1024-byte aligned boxes
-  const auto [n, h, m0, seq] = recurrence_work(p);
-  const i64 chunks = chunks_of(seq.length);
-  const int warp = threadIdx.x >> 5;
-  const int lane = threadIdx.x & 31;
-  const int t = lane & 3;
-  const int lane_row = 8 * (lane >> 4) + (lane & 7); // ldmatrix: rows 8 (j / 2) + r
-  const int lane_col8 = 8 * ((lane >> 3) & 1);       // columns 8 (j % 2)
-  const int v_row = m0 + 16 * warp;                  // first value row of an MMA warp
-
+  const int warp = l.warp;
+  const int lane = l.lane;
+  const int t = l.t;
+  const int lane_row = l.lane_row;
+  const int lane_col8 = l.lane_col8;
+  const int v_row = l.v_row;
   u64* const full = reinterpret_cast<u64*>(smem + R::FULL_OFFSET);
   u64* const empty = reinterpret_cast<u64*>(smem + R::EMPTY_OFFSET);
   u64* const out_full = reinterpret_cast<u64*>(smem + R::OUT_FULL_OFFSET);
@@ -315,60 +328,28 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
   u8* const checkpoint_tile = smem + R::CHECKPOINT_OFFSET;
   u64* const checkpoint_full = reinterpret_cast<u64*>(smem + R::CHECKPOINT_FULL_OFFSET);
   u64* const checkpoint_empty = reinterpret_cast<u64*>(smem + R::CHECKPOINT_EMPTY_OFFSET);
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < S; ++s) {
-      mbarrier_init(full + s, 1 + 32); // the record's bulk copy, the V warp's lanes
-      mbarrier_init(empty + s, R::MMA_WARPS);
-    }
-    for (int b = 0; b < T; ++b) {
-      mbarrier_init(out_full + b, 32 * R::MMA_WARPS);
-      mbarrier_init(out_empty + b, 32);
-    }
-    if (kda_plan::CHECKPOINTS) {
-      mbarrier_init(checkpoint_full, 32 * R::MMA_WARPS);
-      mbarrier_init(checkpoint_empty, 1); // the storing lane, once its stores have read the tile
-    }
-    mbarrier_init_fence();
-  }
-  __syncthreads(); // the last CTA-wide barrier: from here on the roles only meet at mbarriers
-  if (warp >= R::PRODUCER_FIRST_WARP) {
-    setmaxnreg_dec<R::PRODUCER_REGISTERS>(); // the whole producer warpgroup
-    const int job = warp - R::PRODUCER_FIRST_WARP;
-    if (job == 0 && lane == 0) {
-      produce_records(p, smem, full, empty, seq, h, chunks);
-    } else if (job == 1) {
-      produce_v(p, smem, full, empty, seq, h, m0, chunks);
-    } else if (job == 2) {
-      produce_outputs(p, out_tiles, out_full, out_empty, seq, h, m0, chunks);
-    } else if (job == 3 && lane == 0) {
-      if constexpr (kda_plan::CHECKPOINTS != 0) {
-        produce_checkpoints(p, checkpoint_tile, checkpoint_full, checkpoint_empty, n, h, m0, chunks);
-      }
-    }
-    return;
-  }
-  setmaxnreg_inc<R::MMA_REGISTERS>();
 
-  float acc[1][16][4];
-  load_state(p, n, h, m0, acc);
   float o_prev[NT][4]; // chunk c - 1's O^T: staged while chunk c's projections run
-  // chunk c's output into tile c % T, once the output warp has stored chunk c - T from it
+  // chunk c's output into tile (at.chunk + c) % T, once the output warp has stored the chunk T before it
   auto stage_output = [&](i64 c) {
-    const int b = static_cast<int>(c % T);
-    if (c >= T) {
-      mbarrier_wait(out_empty + b, static_cast<u32>((c / T - 1) & 1));
+    const i64 ring = at.chunk + c;
+    const int b = static_cast<int>(ring % T);
+    if (ring >= T) {
+      mbarrier_wait(out_empty + b, static_cast<u32>((ring / T - 1) & 1));
     }
     stage_warp_output(out_tiles + b * (R::OUT_BYTES / T), out_full + b, o_prev, v_row);
   };
 
-  int checkpoint_due = 0; // the chunk the next checkpoint row is due before
+  int checkpoint_due = 0;  // the chunk the next checkpoint row is due before
   int checkpoint_rows = 0; // rows staged so far
   for (i64 c = 0; c < chunks; ++c) {
-    const int slot_index = static_cast<int>(c % S);
+    const i64 ring = at.chunk + c;
+    const int slot_index = static_cast<int>(ring % S);
+    const u32 parity = static_cast<u32>((ring / S) & 1);
     u8* const slot = smem + slot_index * R::STAGE_BYTES;
-    mbarrier_wait(full + slot_index, static_cast<u32>((c / S) & 1));
+    mbarrier_wait(full + slot_index, parity);
     const u8* const record = slot + R::RECORD_OFFSET;
-    // project
+    // project: P^T = S Kd^T, O0^T = S Qd^T from the state's bf16 copy
     u32 sa[8][4];
 #pragma unroll
     for (int ks = 0; ks < 8; ++ks) {
@@ -408,7 +389,7 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
     // chunk c as a checkpoint row, from its bf16 copy (the projections only
     // read it), and chunk c - 1's output (o_prev is no wgmma operand)
     if (kda_plan::CHECKPOINTS && static_cast<int>(c) == checkpoint_due) {
-      stage_checkpoint(checkpoint_tile, checkpoint_full, checkpoint_empty, checkpoint_rows++, 16 * warp, sa);
+      stage_checkpoint(checkpoint_tile, checkpoint_full, checkpoint_empty, at.row + checkpoint_rows++, 16 * warp, sa);
       checkpoint_due += p.checkpoint_chunks;
     }
     if (c > 0) {
@@ -470,6 +451,84 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
   if (chunks > 0) {
     stage_output(chunks - 1);
   }
+  return checkpoint_rows;
+}
+
+__device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
+  namespace R = kda_plan::recurrence;
+  constexpr int C = kda_plan::CHUNK_SIZE;
+  constexpr int D = kda_plan::HEAD_DIM;
+  constexpr int S = R::STAGES;
+  static_assert((C == 16 || C == 32) && D == 128, "wgmma recurrence: chunk 16 or 32, head dim 128");
+  static_assert(rows_per_warp() == 16 && kda_plan::M_TILE % 64 == 0, "warpgroups of 64 value rows, 16 per warp");
+  static_assert(R::MMA_FIRST_WARP == 0 && R::PRODUCER_FIRST_WARP == R::MMA_WARPS, "MMA warps first, then the producer");
+  static_assert(R::MMA_REGISTERS > 0 && R::PRODUCER_REGISTERS > 0 && R::PRODUCER_WARPS == 4,
+                "a producer warpgroup (records, V, outputs) giving its registers to the MMA warpgroups (setmaxnreg)");
+  static_assert(R::RECORD_BYTES == kda_plan::WS_RECORD_BYTES, "one record per ring slot");
+  static_assert(R::FULL_BYTES >= 8 * S && R::EMPTY_BYTES >= 8 * S, "one full and one empty mbarrier per ring slot");
+  constexpr int T = R::OUT_FULL_BYTES / 8; // output tiles
+  static_assert(T >= 1 && R::OUT_EMPTY_BYTES == R::OUT_FULL_BYTES, "one out_full and one out_empty mbarrier per tile");
+  static_assert(R::OUT_BYTES == T * C * R::OUT_PITCH * 2, "OUT_FULL_BYTES / 8 output tiles of C rows");
+  static_assert(R::STAGE_BYTES % 16 == 0 && R::V_PITCH * 2 % 16 == 0 && R::OUT_PITCH * 2 % 16 == 0,
+                "bulk copy destinations and output rows 16-byte aligned");
+  static_assert(!kda_plan::CHECKPOINTS ||
+                    (R::CHECKPOINT_PITCH == 64 && R::CHECKPOINT_OFFSET % 1024 == 0 &&
+                     R::CHECKPOINT_BYTES >= 2 * k_checkpoint_box_bytes && R::CHECKPOINT_FULL_BYTES >= 8 &&
+                     R::CHECKPOINT_EMPTY_BYTES >= 8),
+                "checkpoints: a 1024-byte aligned tile of two TMA boxes [M_TILE][64] (128-byte rows, the "
+                "128-byte swizzle) and its two mbarriers");
+  extern __shared__ __align__(1024) u8 smem[]; // the checkpoint tile's swizzle needs 1024-byte aligned boxes
+  const auto [n, h, m0, seq] = recurrence_work(p);
+  const i64 chunks = chunks_of(seq.length);
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  const MmaLane mma = mma_lane(m0);
+
+  u64* const full = reinterpret_cast<u64*>(smem + R::FULL_OFFSET);
+  u64* const empty = reinterpret_cast<u64*>(smem + R::EMPTY_OFFSET);
+  u64* const out_full = reinterpret_cast<u64*>(smem + R::OUT_FULL_OFFSET);
+  u64* const out_empty = reinterpret_cast<u64*>(smem + R::OUT_EMPTY_OFFSET);
+  u8* const out_tiles = smem + R::OUT_OFFSET;
+  u8* const checkpoint_tile = smem + R::CHECKPOINT_OFFSET;
+  u64* const checkpoint_full = reinterpret_cast<u64*>(smem + R::CHECKPOINT_FULL_OFFSET);
+  u64* const checkpoint_empty = reinterpret_cast<u64*>(smem + R::CHECKPOINT_EMPTY_OFFSET);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < S; ++s) {
+      mbarrier_init(full + s, 1 + 32); // the record's bulk copy, the V warp's lanes
+      mbarrier_init(empty + s, R::MMA_WARPS);
+    }
+    for (int b = 0; b < T; ++b) {
+      mbarrier_init(out_full + b, 32 * R::MMA_WARPS);
+      mbarrier_init(out_empty + b, 32);
+    }
+    if (kda_plan::CHECKPOINTS) {
+      mbarrier_init(checkpoint_full, 32 * R::MMA_WARPS);
+      mbarrier_init(checkpoint_empty, 1); // the storing lane, once its stores have read the tile
+    }
+    mbarrier_init_fence();
+  }
+  __syncthreads(); // the last CTA-wide barrier: from here on the roles only meet at mbarriers
+  if (warp >= R::PRODUCER_FIRST_WARP) {
+    setmaxnreg_dec<R::PRODUCER_REGISTERS>(); // the whole producer warpgroup
+    const int job = warp - R::PRODUCER_FIRST_WARP;
+    if (job == 0 && lane == 0) {
+      produce_records(p, smem, full, empty, seq, h, chunks);
+    } else if (job == 1) {
+      produce_v(p, smem, full, empty, seq, h, m0, chunks);
+    } else if (job == 2) {
+      produce_outputs(p, out_tiles, out_full, out_empty, seq, h, m0, chunks);
+    } else if (job == 3 && lane == 0) {
+      if constexpr (kda_plan::CHECKPOINTS != 0) {
+        produce_checkpoints(p, checkpoint_tile, checkpoint_full, checkpoint_empty, n, h, m0, chunks);
+      }
+    }
+    return;
+  }
+  setmaxnreg_inc<R::MMA_REGISTERS>();
+
+  float acc[1][16][4];
+  load_state(p, n, h, m0, acc);
+  mma_chunks(p, smem, acc, mma, chunks, RingPosition{0, 0});
   if (p.state_out != nullptr) {
     store_state(p, n, h, m0, acc);
   }

@@ -43,13 +43,6 @@
 namespace kda {
 namespace frag {
 
-// The CTA's position in its rings before an item: chunks consumed (record
-// slots, output tiles) and checkpoint rows staged (checkpoint tile).
-struct PersistentRing {
-  i64 chunk;
-  int row;
-};
-
 // The CTA's work items in order, each with its work and chunk count:
 // body(item, work, chunks). Whole warp (persistent_work may shuffle).
 template <class Body>
@@ -313,151 +306,6 @@ __device__ __forceinline__ void produce_checkpoints_and_states(const Params& p, 
   });
 }
 
-// An MMA warp: the chunks of one item on the fp32 state in `acc` (loaded
-// before, stored after by the caller), from ring position `at`; the chunk step
-// of wgmma/recurrence (see there for each part). Returns the checkpoint rows
-// staged.
-__device__ __forceinline__ int mma_item_chunks(const kda_plan::KdaParams& p, u8* smem, float (&acc)[1][16][4], int m0,
-                                               i64 chunks, PersistentRing at) {
-  namespace R = kda_plan::recurrence;
-  constexpr int C = kda_plan::CHUNK_SIZE;
-  constexpr int D = kda_plan::HEAD_DIM;
-  constexpr int S = R::STAGES;
-  constexpr int NT = C / 8;  // 8-column tiles of the chunk dimension
-  constexpr int KS = C / 16; // K steps over the chunk rows
-  constexpr int T = R::OUT_FULL_BYTES / 8; // output tiles
-  const int warp = threadIdx.x >> 5;
-  const int lane = threadIdx.x & 31;
-  const int t = lane & 3;
-  const int lane_row = 8 * (lane >> 4) + (lane & 7); // ldmatrix: rows 8 (j / 2) + r
-  const int lane_col8 = 8 * ((lane >> 3) & 1);       // columns 8 (j % 2)
-  const int v_row = m0 + 16 * warp;                  // first value row of an MMA warp
-  u64* const full = reinterpret_cast<u64*>(smem + R::FULL_OFFSET);
-  u64* const empty = reinterpret_cast<u64*>(smem + R::EMPTY_OFFSET);
-  u64* const out_full = reinterpret_cast<u64*>(smem + R::OUT_FULL_OFFSET);
-  u64* const out_empty = reinterpret_cast<u64*>(smem + R::OUT_EMPTY_OFFSET);
-  u8* const out_tiles = smem + R::OUT_OFFSET;
-  u8* const checkpoint_tile = smem + R::CHECKPOINT_OFFSET;
-  u64* const checkpoint_full = reinterpret_cast<u64*>(smem + R::CHECKPOINT_FULL_OFFSET);
-  u64* const checkpoint_empty = reinterpret_cast<u64*>(smem + R::CHECKPOINT_EMPTY_OFFSET);
-
-  float o_prev[NT][4]; // chunk c - 1's O^T: staged while chunk c's projections run
-  // chunk c's output into tile (at.chunk + c) % T, once the output warp has stored the chunk T before it
-  auto stage_output = [&](i64 c) {
-    const i64 ring = at.chunk + c;
-    const int b = static_cast<int>(ring % T);
-    if (ring >= T) {
-      mbarrier_wait(out_empty + b, static_cast<u32>((ring / T - 1) & 1));
-    }
-    stage_warp_output(out_tiles + b * (R::OUT_BYTES / T), out_full + b, o_prev, v_row);
-  };
-
-  int checkpoint_due = 0;  // the chunk the next checkpoint row is due before
-  int checkpoint_rows = 0; // rows staged so far
-  for (i64 c = 0; c < chunks; ++c) {
-    const i64 ring = at.chunk + c;
-    const int slot_index = static_cast<int>(ring % S);
-    u8* const slot = smem + slot_index * R::STAGE_BYTES;
-    mbarrier_wait(full + slot_index, static_cast<u32>((ring / S) & 1));
-    const u8* const record = slot + R::RECORD_OFFSET;
-    // project: P^T = S Kd^T, O0^T = S Qd^T from the state's bf16 copy, then S diag(gamma)
-    u32 sa[8][4];
-#pragma unroll
-    for (int ks = 0; ks < 8; ++ks) {
-      pack_a(acc[0][2 * ks], acc[0][2 * ks + 1], sa[ks]);
-    }
-    const float* const gamma = reinterpret_cast<const float*>(record + kda_plan::WS_GAMMA_OFFSET);
-#pragma unroll
-    for (int nt = 0; nt < 16; ++nt) {
-      const float2 gm = *reinterpret_cast<const float2*>(gamma + 8 * nt + 2 * t);
-      acc[0][nt][0] *= gm.x;
-      acc[0][nt][1] *= gm.y;
-      acc[0][nt][2] *= gm.x;
-      acc[0][nt][3] *= gm.y;
-    }
-    float po[NT][4]; // P^T
-    float o[NT][4];  // O0^T, then O^T
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        po[j][e] = 0.0f;
-        o[j][e] = 0.0f;
-      }
-    }
-    const u64 kq = descriptor_at(kda_plan::WS_KQ_DESC, record + kda_plan::WS_KQ_OFFSET);
-    constexpr int k_qd_rows = C / 8 * kda_plan::WS_KQ_SBO; // Qd: N rows C .. 2C - 1
-    wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < 8; ++ks) {
-      const int k_bytes = 2 * ks * kda_plan::WS_KQ_LBO; // keys 16 ks .. 16 ks + 15
-      wgmma_m64k16_rs(po, sa[ks], kq + (k_bytes >> 4), ks > 0 ? 1 : 0);
-      wgmma_m64k16_rs(o, sa[ks], kq + ((k_bytes + k_qd_rows) >> 4), ks > 0 ? 1 : 0);
-    }
-    wgmma_commit();
-    // while the projections run: the checkpoint row due before chunk c, and chunk c - 1's output
-    if (kda_plan::CHECKPOINTS && static_cast<int>(c) == checkpoint_due) {
-      stage_checkpoint(checkpoint_tile, checkpoint_full, checkpoint_empty, at.row + checkpoint_rows++, 16 * warp, sa);
-      checkpoint_due += p.checkpoint_chunks;
-    }
-    if (c > 0) {
-      stage_output(c - 1);
-    }
-    wgmma_wait<0>();
-
-    // residual: Delta^T[v][c] = beta_c (V[c][v] - P^T[v][c]) (beta_c = 0 past the end)
-    const float* const beta = reinterpret_cast<const float*>(record + kda_plan::WS_BETA_OFFSET);
-    u32 da[KS][4];
-#pragma unroll
-    for (int kc = 0; kc < KS; ++kc) {
-      u32 vt[4];
-      ldmatrix_x4_trans(vt, slot + R::V_OFFSET + 2 * ((16 * kc + lane_row) * R::V_PITCH + v_row + lane_col8));
-      float dl[2][4];
-#pragma unroll
-      for (int nc = 0; nc < 2; ++nc) {
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const u32 pair = vt[2 * nc + half];
-          const int col = 16 * kc + 8 * nc + 2 * t;
-          dl[nc][2 * half] =
-              beta[col] * (bf16_bits_to_float(static_cast<u16>(pair & 0xffffu)) - po[2 * kc + nc][2 * half]);
-          dl[nc][2 * half + 1] =
-              beta[col + 1] * (bf16_bits_to_float(static_cast<u16>(pair >> 16)) - po[2 * kc + nc][2 * half + 1]);
-        }
-      }
-      pack_a(dl[0], dl[1], da[kc]);
-    }
-
-    // update: [S | O^T] += Delta^T UPD^T (the solve folded into UPD)
-    const u64 upd = descriptor_at(kda_plan::WS_UPD_DESC, record + kda_plan::WS_UPD_OFFSET);
-    constexpr int k_output_rows = D / 8 * kda_plan::WS_UPD_SBO; // N rows D .. D + C - 1
-    wgmma_fence();
-#pragma unroll
-    for (int kc = 0; kc < KS; ++kc) {
-      const int k_bytes = 2 * kc * kda_plan::WS_UPD_LBO;
-      wgmma_m64n128k16_rs(acc[0], da[kc], upd + (k_bytes >> 4), 1);
-      wgmma_m64k16_rs(o, da[kc], upd + ((k_bytes + k_output_rows) >> 4), 1);
-    }
-    wgmma_commit();
-    wgmma_wait<0>();
-
-    if (lane == 0) {
-      mbarrier_arrive(empty + slot_index); // this warp has read the slot (V, record) for the last time
-    }
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        o_prev[j][e] = o[j][e];
-      }
-    }
-  }
-  if (chunks > 0) {
-    stage_output(chunks - 1);
-  }
-  return checkpoint_rows;
-}
-
 // Every mbarrier of the persistent kernel (thread 0, before the CTA-wide
 // barrier after which the roles only meet at mbarriers). A slot's full
 // barrier counts one arrival by whoever provides its record (the record
@@ -525,7 +373,7 @@ __device__ __forceinline__ void mma_items_persistent(const kda_plan::KdaParams& 
   u64* const state_out_full = reinterpret_cast<u64*>(smem + R::STATE_OUT_FULL_OFFSET);
   u64* const state_out_empty = reinterpret_cast<u64*>(smem + R::STATE_OUT_EMPTY_OFFSET);
   const int lane = threadIdx.x & 31;
-  PersistentRing ring{0, 0};
+  RingPosition ring{0, 0};
   i64 local = 0; // the CTA's items so far
   for_each_item(p, [&](i64, const RecurrenceWork& w, i64 chunks) {
     float acc[1][16][4];
@@ -540,7 +388,7 @@ __device__ __forceinline__ void mma_items_persistent(const kda_plan::KdaParams& 
         mbarrier_arrive(state_empty + b);
       }
     }
-    ring.row += mma_item_chunks(p, smem, acc, w.m0, chunks, ring);
+    ring.row += mma_chunks(p, smem, acc, mma_lane(w.m0), chunks, ring);
     ring.chunk += chunks;
     if (p.state_out != nullptr) {
       if (!k_state_in_smem) {
