@@ -272,6 +272,52 @@ __device__ __forceinline__ void produce_outputs(const kda_plan::KdaParams& p, co
   }
 }
 
+// The chunk rings in SMEM: the record slots' full and empty mbarriers, the
+// output tiles and their two mbarriers each, the checkpoint tile and its two.
+struct ChunkRings {
+  u64* full;
+  u64* empty;
+  u64* out_full;
+  u64* out_empty;
+  u8* out_tiles;
+  u8* checkpoint_tile;
+  u64* checkpoint_full;
+  u64* checkpoint_empty;
+};
+
+__device__ __forceinline__ ChunkRings chunk_rings(u8* smem) {
+  namespace R = kda_plan::recurrence;
+  return {reinterpret_cast<u64*>(smem + R::FULL_OFFSET),
+          reinterpret_cast<u64*>(smem + R::EMPTY_OFFSET),
+          reinterpret_cast<u64*>(smem + R::OUT_FULL_OFFSET),
+          reinterpret_cast<u64*>(smem + R::OUT_EMPTY_OFFSET),
+          smem + R::OUT_OFFSET,
+          smem + R::CHECKPOINT_OFFSET,
+          reinterpret_cast<u64*>(smem + R::CHECKPOINT_FULL_OFFSET),
+          reinterpret_cast<u64*>(smem + R::CHECKPOINT_EMPTY_OFFSET)};
+}
+
+// Thread 0, before the CTA-wide barrier after which the roles only meet at
+// mbarriers (the caller fences the inits): a slot's full barrier counts one
+// arrival by whoever provides its record (the record warp's expect_tx, or a
+// fused kernel's prepare warp) and the V warp's lanes; checkpoint_empty the
+// storing lane, once its stores have read the tile.
+__device__ __forceinline__ void init_chunk_rings(const ChunkRings& r) {
+  namespace R = kda_plan::recurrence;
+  for (int s = 0; s < R::STAGES; ++s) {
+    mbarrier_init(r.full + s, 1 + 32);
+    mbarrier_init(r.empty + s, R::MMA_WARPS);
+  }
+  for (int b = 0; b < R::OUT_FULL_BYTES / 8; ++b) {
+    mbarrier_init(r.out_full + b, 32 * R::MMA_WARPS);
+    mbarrier_init(r.out_empty + b, 32);
+  }
+  if (kda_plan::CHECKPOINTS) {
+    mbarrier_init(r.checkpoint_full, 32 * R::MMA_WARPS);
+    mbarrier_init(r.checkpoint_empty, 1);
+  }
+}
+
 // A CTA's position in its rings before a (sequence, head)'s chunks: chunks
 // consumed (record slots, output tiles) and checkpoint rows staged
 // (checkpoint tile); {0, 0} for a CTA of one (sequence, head), the CTA's
@@ -320,14 +366,7 @@ __device__ __forceinline__ int mma_chunks(const kda_plan::KdaParams& p, u8* smem
   const int lane_row = l.lane_row;
   const int lane_col8 = l.lane_col8;
   const int v_row = l.v_row;
-  u64* const full = reinterpret_cast<u64*>(smem + R::FULL_OFFSET);
-  u64* const empty = reinterpret_cast<u64*>(smem + R::EMPTY_OFFSET);
-  u64* const out_full = reinterpret_cast<u64*>(smem + R::OUT_FULL_OFFSET);
-  u64* const out_empty = reinterpret_cast<u64*>(smem + R::OUT_EMPTY_OFFSET);
-  u8* const out_tiles = smem + R::OUT_OFFSET;
-  u8* const checkpoint_tile = smem + R::CHECKPOINT_OFFSET;
-  u64* const checkpoint_full = reinterpret_cast<u64*>(smem + R::CHECKPOINT_FULL_OFFSET);
-  u64* const checkpoint_empty = reinterpret_cast<u64*>(smem + R::CHECKPOINT_EMPTY_OFFSET);
+  const ChunkRings rings = chunk_rings(smem);
 
   float o_prev[NT][4]; // chunk c - 1's O^T: staged while chunk c's projections run
   // chunk c's output into tile (at.chunk + c) % T, once the output warp has stored the chunk T before it
@@ -335,9 +374,9 @@ __device__ __forceinline__ int mma_chunks(const kda_plan::KdaParams& p, u8* smem
     const i64 ring = at.chunk + c;
     const int b = static_cast<int>(ring % T);
     if (ring >= T) {
-      mbarrier_wait(out_empty + b, static_cast<u32>((ring / T - 1) & 1));
+      mbarrier_wait(rings.out_empty + b, static_cast<u32>((ring / T - 1) & 1));
     }
-    stage_warp_output(out_tiles + b * (R::OUT_BYTES / T), out_full + b, o_prev, v_row);
+    stage_warp_output(rings.out_tiles + b * (R::OUT_BYTES / T), rings.out_full + b, o_prev, v_row);
   };
 
   int checkpoint_due = 0;  // the chunk the next checkpoint row is due before
@@ -347,7 +386,7 @@ __device__ __forceinline__ int mma_chunks(const kda_plan::KdaParams& p, u8* smem
     const int slot_index = static_cast<int>(ring % S);
     const u32 parity = static_cast<u32>((ring / S) & 1);
     u8* const slot = smem + slot_index * R::STAGE_BYTES;
-    mbarrier_wait(full + slot_index, parity);
+    mbarrier_wait(rings.full + slot_index, parity);
     const u8* const record = slot + R::RECORD_OFFSET;
     // project: P^T = S Kd^T, O0^T = S Qd^T from the state's bf16 copy
     u32 sa[8][4];
@@ -389,7 +428,8 @@ __device__ __forceinline__ int mma_chunks(const kda_plan::KdaParams& p, u8* smem
     // chunk c as a checkpoint row, from its bf16 copy (the projections only
     // read it), and chunk c - 1's output (o_prev is no wgmma operand)
     if (kda_plan::CHECKPOINTS && static_cast<int>(c) == checkpoint_due) {
-      stage_checkpoint(checkpoint_tile, checkpoint_full, checkpoint_empty, at.row + checkpoint_rows++, 16 * warp, sa);
+      stage_checkpoint(rings.checkpoint_tile, rings.checkpoint_full, rings.checkpoint_empty,
+                       at.row + checkpoint_rows++, 16 * warp, sa);
       checkpoint_due += p.checkpoint_chunks;
     }
     if (c > 0) {
@@ -438,7 +478,7 @@ __device__ __forceinline__ int mma_chunks(const kda_plan::KdaParams& p, u8* smem
     wgmma_wait<0>();
 
     if (lane == 0) {
-      mbarrier_arrive(empty + slot_index); // this warp has read the slot (V, record) for the last time
+      mbarrier_arrive(rings.empty + slot_index); // this warp has read the slot (V, record) for the last time
     }
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
@@ -484,27 +524,9 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
   const int lane = threadIdx.x & 31;
   const MmaLane mma = mma_lane(m0);
 
-  u64* const full = reinterpret_cast<u64*>(smem + R::FULL_OFFSET);
-  u64* const empty = reinterpret_cast<u64*>(smem + R::EMPTY_OFFSET);
-  u64* const out_full = reinterpret_cast<u64*>(smem + R::OUT_FULL_OFFSET);
-  u64* const out_empty = reinterpret_cast<u64*>(smem + R::OUT_EMPTY_OFFSET);
-  u8* const out_tiles = smem + R::OUT_OFFSET;
-  u8* const checkpoint_tile = smem + R::CHECKPOINT_OFFSET;
-  u64* const checkpoint_full = reinterpret_cast<u64*>(smem + R::CHECKPOINT_FULL_OFFSET);
-  u64* const checkpoint_empty = reinterpret_cast<u64*>(smem + R::CHECKPOINT_EMPTY_OFFSET);
+  const ChunkRings rings = chunk_rings(smem);
   if (threadIdx.x == 0) {
-    for (int s = 0; s < S; ++s) {
-      mbarrier_init(full + s, 1 + 32); // the record's bulk copy, the V warp's lanes
-      mbarrier_init(empty + s, R::MMA_WARPS);
-    }
-    for (int b = 0; b < T; ++b) {
-      mbarrier_init(out_full + b, 32 * R::MMA_WARPS);
-      mbarrier_init(out_empty + b, 32);
-    }
-    if (kda_plan::CHECKPOINTS) {
-      mbarrier_init(checkpoint_full, 32 * R::MMA_WARPS);
-      mbarrier_init(checkpoint_empty, 1); // the storing lane, once its stores have read the tile
-    }
+    init_chunk_rings(rings);
     mbarrier_init_fence();
   }
   __syncthreads(); // the last CTA-wide barrier: from here on the roles only meet at mbarriers
@@ -512,14 +534,15 @@ __device__ __forceinline__ void recurrence(const kda_plan::KdaParams& p) {
     setmaxnreg_dec<R::PRODUCER_REGISTERS>(); // the whole producer warpgroup
     const int job = warp - R::PRODUCER_FIRST_WARP;
     if (job == 0 && lane == 0) {
-      produce_records(p, smem, full, empty, seq, h, chunks);
+      produce_records(p, smem, rings.full, rings.empty, seq, h, chunks);
     } else if (job == 1) {
-      produce_v(p, smem, full, empty, seq, h, m0, chunks);
+      produce_v(p, smem, rings.full, rings.empty, seq, h, m0, chunks);
     } else if (job == 2) {
-      produce_outputs(p, out_tiles, out_full, out_empty, seq, h, m0, chunks);
+      produce_outputs(p, rings.out_tiles, rings.out_full, rings.out_empty, seq, h, m0, chunks);
     } else if (job == 3 && lane == 0) {
       if constexpr (kda_plan::CHECKPOINTS != 0) {
-        produce_checkpoints(p, checkpoint_tile, checkpoint_full, checkpoint_empty, n, h, m0, chunks);
+        produce_checkpoints(p, rings.checkpoint_tile, rings.checkpoint_full, rings.checkpoint_empty, n, h, m0,
+                            chunks);
       }
     }
     return;

@@ -316,28 +316,11 @@ __device__ __forceinline__ void init_persistent_barriers(u8* smem) {
   constexpr int T = R::OUT_FULL_BYTES / 8; // output tiles
   static_assert(R::FULL_BYTES >= 8 * S && R::EMPTY_BYTES >= 8 * S && R::OUT_EMPTY_BYTES == R::OUT_FULL_BYTES,
                 "the ring's and the output tiles' mbarriers");
-  u64* const full = reinterpret_cast<u64*>(smem + R::FULL_OFFSET);
-  u64* const empty = reinterpret_cast<u64*>(smem + R::EMPTY_OFFSET);
-  u64* const out_full = reinterpret_cast<u64*>(smem + R::OUT_FULL_OFFSET);
-  u64* const out_empty = reinterpret_cast<u64*>(smem + R::OUT_EMPTY_OFFSET);
-  u64* const checkpoint_full = reinterpret_cast<u64*>(smem + R::CHECKPOINT_FULL_OFFSET);
-  u64* const checkpoint_empty = reinterpret_cast<u64*>(smem + R::CHECKPOINT_EMPTY_OFFSET);
   u64* const state_full = reinterpret_cast<u64*>(smem + R::STATE_FULL_OFFSET);
   u64* const state_empty = reinterpret_cast<u64*>(smem + R::STATE_EMPTY_OFFSET);
   u64* const state_out_full = reinterpret_cast<u64*>(smem + R::STATE_OUT_FULL_OFFSET);
   u64* const state_out_empty = reinterpret_cast<u64*>(smem + R::STATE_OUT_EMPTY_OFFSET);
-  for (int s = 0; s < S; ++s) {
-    mbarrier_init(full + s, 1 + 32); // the record, the V warp's lanes
-    mbarrier_init(empty + s, R::MMA_WARPS);
-  }
-  for (int b = 0; b < T; ++b) {
-    mbarrier_init(out_full + b, 32 * R::MMA_WARPS);
-    mbarrier_init(out_empty + b, 32);
-  }
-  if (kda_plan::CHECKPOINTS) {
-    mbarrier_init(checkpoint_full, 32 * R::MMA_WARPS);
-    mbarrier_init(checkpoint_empty, 1);
-  }
+  init_chunk_rings(chunk_rings(smem));
   for (int b = 0; b < k_state_tiles; ++b) {
     mbarrier_init(state_full + b, 32); // the state warp's lanes, once their cp.asyncs land
     mbarrier_init(state_empty + b, R::MMA_WARPS);
