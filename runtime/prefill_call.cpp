@@ -358,12 +358,12 @@ OverlappedLaunches overlapped_launches(const KernelPlan& plan, const runtime::Lo
                          static_cast<unsigned>(count)};
   };
   l.lead_chunks = static_cast<std::int32_t>(decision.lead_chunks);
+  l.flag_count = workspace_records(plan, p);
   if (decision.streams > 0) { // the split: R persistent recurrence CTAs, R x K prepare CTAs walking their items
     l.rest_prepare =
         resolve_launch(module, *prepare, runtime::Dim3{static_cast<unsigned>(decision.prepare_ctas), 1, 1});
     l.recurrence = resolve_launch(module, *recurrence, runtime::Dim3{static_cast<unsigned>(decision.streams), 1, 1});
     l.streams = decision.streams;
-    l.flag_count = workspace_records(plan, p);
     l.split_order = decision.split_order;
     if (l.split_order == runtime::SplitOrder::programmatic) {
       l.rest_prepare.attributes.order = runtime::StreamOrder::programmatic;
@@ -407,11 +407,12 @@ void launch_split_on_caller_stream(const OverlappedLaunches& l, const CallFields
 
 } // namespace
 
-// The overlapped launch (runtime/prepare_overlap.hpp): chunk offsets and the
-// leading prepare kernel on the caller's stream (the split: the ready flags
-// zeroed instead); the recurrence on the side stream, forked after it; the
-// rest of the chunks prepared beside it (the split: all of them, by the walk);
-// the caller's stream joined to the side stream.
+// The overlapped launch (runtime/prepare_overlap.hpp): chunk offsets, the
+// ready flags zeroed where the channel asks (planned runs) or for the split,
+// and the leading prepare kernel (the split: none) on the caller's stream;
+// the recurrence on the side stream, forked after it; the rest of the chunks
+// prepared beside it (the split: all of them, by the walk); the caller's
+// stream joined to the side stream.
 void launch_overlapped(const OverlappedLaunches& l, const CallFields& fields, ArgValues& values, CUstream stream,
                        const OverlapChannel& channel) {
   values.set(fields.ready_flags, static_cast<const void*>(channel.flags.flags));
@@ -423,11 +424,13 @@ void launch_overlapped(const OverlappedLaunches& l, const CallFields& fields, Ar
   for (const ResolvedLaunch& table : l.tables) {
     launch_resolved(table, params, stream);
   }
-  if (l.streams > 0) {
-    // the split has no leading prepare to clear the flags on the device (a
-    // planned run waits for the same epoch every time): zero them
+  if (channel.zero_flags || l.streams > 0) {
+    // a planned run waits for the same epoch every time: no flag may hold it
+    // from the run before (the split zeroes its flags in eager calls too)
     KDA_CU(cuMemsetD32Async, reinterpret_cast<CUdeviceptr>(channel.flags.flags), 0u,
            static_cast<std::size_t>(l.flag_count), stream);
+  }
+  if (l.streams > 0) {
     if (l.split_order != runtime::SplitOrder::streams) {
       launch_split_on_caller_stream(l, fields, values, stream);
       return;

@@ -146,7 +146,7 @@ struct OverlappedLaunches {
   ResolvedLaunch recurrence;
   std::int32_t lead_chunks = 0; ///< the rest's first local chunk
   std::int32_t streams = 0;     ///< the split: the recurrence's CTAs, whose items the rest walks (0: chunk-major)
-  std::int64_t flag_count = 0;  ///< the split: ready flags zeroed before its kernels (the call's records)
+  std::int64_t flag_count = 0;  ///< the call's ready flags (one per record), zeroed first where the channel asks and by the split
   runtime::SplitOrder split_order = runtime::SplitOrder::programmatic; ///< the split's launch order
 };
 OverlappedLaunches overlapped_launches(const KernelPlan& plan, const runtime::LoadedModule& module,
@@ -166,8 +166,12 @@ struct OverlapChannel {
   CUstream side = nullptr;    ///< runs the recurrence
   CUevent prepared = nullptr; ///< recorded on the caller's stream after the leading prepare kernel
   CUevent finished = nullptr; ///< recorded on `side` after the recurrence
-  ReadyFlags flags;           ///< one per record, none holding `flags.epoch` yet
+  ReadyFlags flags;           ///< one per record
   int priority = 0;           ///< `side`'s, given to the recurrence's launch
+  /// false: no flag holds `flags.epoch` yet (an eager call's new epoch);
+  /// true: they may (a planned run's constant epoch 1), and the launch zeroes
+  /// them on the caller's stream first.
+  bool zero_flags = false;
 };
 
 /// The overlapped launch; sets the overlap's values (ready flags, chunk

@@ -20,10 +20,11 @@
 namespace kda {
 
 // A plan whose schedule runs its prepare kernel beside the recurrence keeps
-// the ready flags in the caller's workspace, after the call's own bytes. The
-// leading prepare kernel clears them on the device (common/ready_flags), so
-// every run, and every replay of a captured one, waits for the constant
-// epoch 1 whatever the workspace held: nothing a graph freezes changes.
+// the ready flags in the caller's workspace, after the call's own bytes. Every
+// run zeroes them on its stream before its kernels (a memset node in a
+// graph; common/ready_flags), so every run, and every replay of a captured
+// one, waits for the constant epoch 1 whatever the workspace held: nothing a
+// graph freezes changes.
 // Outside capture the recurrence goes through the context's overlap lane, as
 // eager calls do; under capture through the plan's own side stream, which a
 // capture keeps until it ends (so no other work may use it meanwhile).
@@ -228,7 +229,7 @@ void PrefillPlan::run(const PrefillArgs& args, void* workspace, std::int64_t wor
   if (!stream_is_capturing(stream)) {
     const OverlapLane lane = lock_overlap_lane(*m->lane);
     launch_overlapped(*m->overlapped, m->fields, values, stream,
-                      OverlapChannel{lane.side, lane.prepared, lane.finished, flags, lane.priority});
+                      OverlapChannel{lane.side, lane.prepared, lane.finished, flags, lane.priority, true});
     return;
   }
   std::lock_guard lock(m->capture.mutex);
@@ -239,7 +240,7 @@ void PrefillPlan::run(const PrefillArgs& args, void* workspace, std::int64_t wor
   }
   launch_overlapped(*m->overlapped, m->fields, values, stream,
                     OverlapChannel{m->capture.side, m->capture.prepared, m->capture.finished, flags,
-                                   m->capture.priority});
+                                   m->capture.priority, true});
 }
 
 } // namespace kda

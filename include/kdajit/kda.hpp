@@ -89,9 +89,9 @@ KDA_API PrefillResult recurrent_kda_prefill(const PrefillArgs& args, const Prefi
 /// its slot pitch, seq_order or not, the checkpoint interval, the options.
 /// A schedule with `prepare_overlap` runs its prepare kernel beside the
 /// recurrence where the eager call would (decided once, for the signature;
-/// prepare_overlapped()); its ready flags live in the workspace and are
-/// cleared on the device by every run, so replays of a captured run need
-/// nothing from the host. Graph rules for
+/// prepare_overlapped()); its ready flags live in the workspace and every run
+/// zeroes them on its stream before its kernels (a memset node in a captured
+/// graph), so replays of a captured run need nothing from the host. Graph rules for
 /// overlapped plans: instantiate with CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY
 /// (otherwise the recurrence loses its priority over the prepare kernel
 /// beside it and a replay is as slow as a sequential run, with the same

@@ -617,7 +617,6 @@ __device__ __forceinline__ void prepare_walk32(const kda_plan::KdaParams& p) {
 
 __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   namespace P = kda_plan::prepare;
-  constexpr int C = kda_plan::CHUNK_SIZE;
   allow_dependent_launch(); // the recurrence may set up while the last chunks are prepared
   if constexpr (kda_plan::PREPARE_WALKS_ITEMS != 0) {
     if (p.prepare_streams > 0) {
@@ -628,12 +627,9 @@ __device__ __forceinline__ void prepare_chunk32(const kda_plan::KdaParams& p) {
   int h = prepare_head_of_block(p); // known before the chunk's sequence is looked up
   prepare_chunk32_of_head(p, h, [&] {
     extern __shared__ __align__(128) u8 smem[];
-    const PrepareChunk c =
-        kda_plan::LAYOUT_PACKED
-            ? prepare_chunk_of_block_once(p, h, reinterpret_cast<i64*>(smem + P::CHUNK_INFO_OFFSET))
-            : prepare_chunk_of_block(p, h);
-    clear_later_ready_flags(p, c.seq.first_chunk, (c.seq.length + C - 1) / C, c.chunk - c.seq.first_chunk, h);
-    return c;
+    return kda_plan::LAYOUT_PACKED
+               ? prepare_chunk_of_block_once(p, h, reinterpret_cast<i64*>(smem + P::CHUNK_INFO_OFFSET))
+               : prepare_chunk_of_block(p, h);
   });
 }
 
