@@ -1,8 +1,12 @@
 #include "compiler/explain.hpp"
 
+#include "compiler/plan_smem.hpp"
 #include "compiler/schedule_checks.hpp"
 
 #include <fmt/format.h>
+
+#include <cstdint>
+#include <optional>
 
 namespace kda {
 namespace {
@@ -39,8 +43,21 @@ json buffer_json(const KernelDecl& kernel, const BufferDecl& decl, const PlacedB
   return j;
 }
 
+// The total SMEM of a plan without checkpoints, where the kernel declares
+// buffers only plans with checkpoints place (validation plans the largest
+// layout, with them); none otherwise.
+std::optional<std::int64_t> total_without_checkpoints(const ValidatedKernel& k) {
+  for (const BufferDecl& b : k.decl.smem.buffers) {
+    if (b.only_with) {
+      return plan_smem(k.decl, false).total_bytes;
+    }
+  }
+  return std::nullopt;
+}
+
 json kernel_json(const ValidatedKernel& k, const Target& target) {
   const SmemLayout& s = k.smem;
+  const std::optional<std::int64_t> plain = total_without_checkpoints(k);
   json buffers = json::array();
   for (std::size_t i = 0; i < s.buffers.size(); ++i) {
     buffers.push_back(buffer_json(k.decl, k.decl.smem.buffers[i], s.buffers[i]));
@@ -70,6 +87,7 @@ json kernel_json(const ValidatedKernel& k, const Target& target) {
             {"base_alignment", s.base_alignment},
             {"alignment_slack", s.alignment_slack},
             {"total_bytes", s.total_bytes},
+            {"total_bytes_without_checkpoints", plain ? json(*plain) : json(nullptr)},
             {"limit_bytes", target.max_smem_per_block},
             {"headroom_bytes", target.max_smem_per_block - s.total_bytes}}}};
 }
@@ -156,6 +174,11 @@ std::string explain_text(const ValidatedSchedule& v) {
     out += fmt::format("  total            {:>9} B of {} B on {} ({} B headroom)\n", with_thousands(m.total_bytes),
                        with_thousands(t.max_smem_per_block), t.name,
                        with_thousands(t.max_smem_per_block - m.total_bytes));
+    if (const std::optional<std::int64_t> plain = total_without_checkpoints(k)) {
+      out += fmt::format("  no checkpoints   {:>9} B (plans without checkpoints leave out the buffers only with "
+                         "them)\n",
+                         with_thousands(*plain));
+    }
   }
   if (v.tmem().used_columns > 0) {
     out += fmt::format("\nTMEM: {} columns used, {} allocated (next power of two >= 32) of {}\n",

@@ -1,7 +1,9 @@
 /// \file
 /// What `kdajit schedule explain` prints: the resolved SMEM layout of every
 /// kernel (offsets, sizes, lifetimes, aliases, totals against the target's
-/// limit) and the TMEM columns, as text or JSON.
+/// limit: the largest plan's, and where buffers are declared `only_with`
+/// checkpoints also a plan's without them) and the TMEM columns, as text or
+/// JSON.
 #pragma once
 
 #include "compiler/validated_schedule.hpp"

@@ -21,7 +21,8 @@ usage:
       problem found with its JSON path.
   kdajit schedule explain FILE... [--target T] [--json]
       Print the resolved SMEM layout of each kernel (offsets, sizes, lifetimes,
-      aliases, totals against the target's limit) and the TMEM columns.
+      aliases, totals against the target's limit: with checkpoints, and without
+      where buffers are only with them) and the TMEM columns.
   kdajit emit --schedule S --target T [--state bf16|fp32] [--layout fixed|packed] [--checkpoints] [--plan]
               [--backend cuda|llvm] [--json]
       Print the CUDA source generated for a schedule (a shipped name or a

@@ -1,3 +1,5 @@
+#include "compiler/plan_smem.hpp"
+#include "compiler/schedule.hpp"
 #include "test_support.hpp"
 #include "tools/exit_codes.hpp"
 
@@ -76,6 +78,23 @@ TEST_CASE("schedule explain shows offsets, lifetimes, aliases, totals and TMEM",
   CHECK(r["kernels"][0]["smem"]["buffers"][1]["name"] == "ki");
   CHECK(r["kernels"][0]["smem"]["buffers"][1]["alias"] == "q_raw");
   CHECK(r["kernels"][0]["smem"]["buffers"][1]["offset"] == 0);
+  CHECK(r["kernels"][0]["smem"]["total_bytes_without_checkpoints"].is_null()); // no buffer only with them
+
+  // sm90_wgmma_c32's recurrence declares its checkpoint tile and barriers
+  // only_with checkpoints: both totals, the plain one as a plain plan lays out
+  const test::CliRun c32 = test::run_kdajit({"schedule", "explain", schedule_file("sm90_wgmma_c32")});
+  CHECK(c32.exit_code == tools::k_exit_ok);
+  CHECK_THAT(c32.out, Contains("total              196,616 B of 232,448 B on sm_90a (35,832 B headroom)"));
+  CHECK_THAT(c32.out, Contains("no checkpoints     161,376 B (plans without checkpoints leave out"));
+  const test::CliRun c32_json =
+      test::run_kdajit({"schedule", "explain", "--json", schedule_file("sm90_wgmma_c32")});
+  REQUIRE(c32_json.exit_code == tools::k_exit_ok);
+  const nlohmann::json c32_doc = nlohmann::json::parse(c32_json.out);
+  const nlohmann::json& recurrence = c32_doc["results"][0]["kernels"][1]["smem"];
+  CHECK(recurrence["total_bytes"] == 196'616);
+  CHECK(recurrence["total_bytes_without_checkpoints"] == 161'376);
+  CHECK(recurrence["total_bytes_without_checkpoints"] ==
+        kda::plan_smem(kda::load_schedule_file(schedule_file("sm90_wgmma_c32")).kernels[1], false).total_bytes);
 }
 
 TEST_CASE("usage errors exit 2, unreadable files exit 3", "[tools][cli]") {
