@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -168,7 +169,37 @@ const LoadedDriver& loaded_driver() {
 }
 
 thread_local DriverCallTally t_tally;
+thread_local std::optional<std::chrono::steady_clock::time_point> t_mark;
 std::atomic<bool> g_metering{false};
+
+// The entry points that put work on a stream (DriverCallTally's
+// until_first_enqueue_nanoseconds ends at the first of them after a mark).
+template <auto Entry>
+constexpr bool k_enqueues = false;
+template <>
+constexpr bool k_enqueues<&DriverApi::cuLaunchKernel> = true;
+template <>
+constexpr bool k_enqueues<&DriverApi::cuLaunchKernelEx> = true;
+template <>
+constexpr bool k_enqueues<&DriverApi::cuGraphLaunch> = true;
+template <>
+constexpr bool k_enqueues<&DriverApi::cuMemsetD8Async> = true;
+template <>
+constexpr bool k_enqueues<&DriverApi::cuMemsetD32Async> = true;
+template <>
+constexpr bool k_enqueues<&DriverApi::cuMemcpyAsync> = true;
+template <>
+constexpr bool k_enqueues<&DriverApi::cuMemcpyHtoDAsync> = true;
+template <>
+constexpr bool k_enqueues<&DriverApi::cuMemcpyDtoHAsync> = true;
+template <>
+constexpr bool k_enqueues<&DriverApi::cuEventRecord> = true;
+template <>
+constexpr bool k_enqueues<&DriverApi::cuStreamWaitEvent> = true;
+
+std::int64_t nanoseconds_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count();
+}
 
 // An entry point that counts itself: calls the driver's own through the
 // loaded table and adds the time to the calling thread's tally.
@@ -180,9 +211,16 @@ struct Metered<Entry> {
   static R call(A... a) {
     const auto begin = std::chrono::steady_clock::now();
     R r = (loaded_driver().api.*Entry)(a...);
-    t_tally.nanoseconds +=
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin).count();
+    const auto end = std::chrono::steady_clock::now();
+    t_tally.nanoseconds += nanoseconds_between(begin, end);
     ++t_tally.calls;
+    if constexpr (k_enqueues<Entry>) {
+      if (t_mark) {
+        t_tally.until_first_enqueue_nanoseconds += nanoseconds_between(*t_mark, end);
+        ++t_tally.marks_reached;
+        t_mark.reset();
+      }
+    }
     return r;
   }
 };
@@ -210,6 +248,12 @@ void set_driver_metering(bool on) {
 
 DriverCallTally driver_call_tally() {
   return t_tally;
+}
+
+void mark_driver_call_start() {
+  if (g_metering.load(std::memory_order_relaxed)) {
+    t_mark = std::chrono::steady_clock::now();
+  }
 }
 
 std::string DriverStatus::to_string() const {

@@ -76,10 +76,20 @@ void set_driver_metering(bool on);
 struct DriverCallTally {
   std::int64_t calls = 0;
   std::int64_t nanoseconds = 0; ///< inside the driver's entry points
+  /// From each mark (mark_driver_call_start) to the return of the first
+  /// entry point after it that puts work on a stream: a kernel launch, a
+  /// memset or copy, an event record, a stream wait or a graph launch.
+  std::int64_t until_first_enqueue_nanoseconds = 0;
+  std::int64_t marks_reached = 0; ///< marks followed by such an entry point
 };
 
 /// This thread's totals while metering was on (subtract two readings).
 DriverCallTally driver_call_tally();
+
+/// Marks the start of a call on this thread, for until_first_enqueue_nanoseconds
+/// (while metering is on; a mark never followed by an enqueue adds nothing
+/// and is replaced by the next mark).
+void mark_driver_call_start();
 
 /// A failed driver call: the call's name, the CUresult's name and description.
 class DriverError : public ToolchainError {

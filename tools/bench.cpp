@@ -6,7 +6,8 @@
 // and updated in place. --cold rotates buffer sets larger than L2 instead.
 // Also reports the first call's latency (kernel from the disk cache or NVRTC,
 // module load) and the host time of one call (dispatch overhead: how many
-// driver calls it makes and its time outside them); with
+// driver calls it makes, its time outside them, and its time until its first
+// launch, memset, event record or stream wait has returned); with
 // --back-to-back also each workload's GPU time per call with the calls
 // enqueued back to back (the host's time before each call's first launch
 // hidden), which tells how much of the per-call figure is host time. --pool
@@ -147,8 +148,9 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
       const int calls = 200;
       auto host_line = [&](const char* what, CallPath path) {
         const HostTime h = host_time_per_call(wl, calls, options, path);
-        out << fmt::format("host time per {} {:.2f} us ({:.1f} driver calls, {:.2f} us outside them)\n", what, h.us,
-                           h.driver_calls, h.outside_driver_us);
+        out << fmt::format("host time per {} {:.2f} us ({:.1f} driver calls, {:.2f} us outside them; "
+                           "{:.2f} us until its first enqueue returns)\n",
+                           what, h.us, h.driver_calls, h.outside_driver_us, h.until_first_enqueue_us);
       };
       host_line("call (dispatch, enqueue only)", CallPath::eager);
       if (planned) {

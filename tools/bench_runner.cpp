@@ -321,11 +321,14 @@ HostTime host_time_per_call(const Workload& wl, int calls, const PrefillOptions&
     const runtime::DriverCallTally before = runtime::driver_call_tally();
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < calls; ++i) {
+      runtime::mark_driver_call_start();
       caller.call(0);
     }
     const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     const runtime::DriverCallTally after = runtime::driver_call_tally();
-    calls_made = {after.calls - before.calls, after.nanoseconds - before.nanoseconds};
+    calls_made = {after.calls - before.calls, after.nanoseconds - before.nanoseconds,
+                  after.until_first_enqueue_nanoseconds - before.until_first_enqueue_nanoseconds,
+                  after.marks_reached - before.marks_reached};
     KDA_CU(cuCtxSynchronize);
     return us / calls;
   };
@@ -349,6 +352,10 @@ HostTime host_time_per_call(const Workload& wl, int calls, const PrefillOptions&
   calls_made = least;
   runtime::set_driver_metering(false);
   t.driver_calls = static_cast<double>(calls_made.calls) / calls;
+  t.until_first_enqueue_us = calls_made.marks_reached == 0
+                                 ? 0.0
+                                 : static_cast<double>(calls_made.until_first_enqueue_nanoseconds) * 1e-3 /
+                                       static_cast<double>(calls_made.marks_reached);
   // A metered call reads the clock twice: about one read falls inside the
   // interval it measures, the other outside; that one is the meter's.
   constexpr int k_reads = 100'000;

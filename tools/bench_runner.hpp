@@ -103,6 +103,10 @@ struct HostTime {
   double us = 0.0;             ///< per call
   double driver_calls = 0.0;   ///< per call
   double outside_driver_us = 0.0; ///< per call
+  /// per call, metered: from the call's start until its first enqueue (a
+  /// launch, memset, event record or stream wait) has returned, the time in
+  /// which the GPU has nothing of the call yet
+  double until_first_enqueue_us = 0.0;
 };
 HostTime host_time_per_call(const Workload& wl, int calls, const PrefillOptions& options, CallPath path);
 

@@ -14,6 +14,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <functional>
+#include <tuple>
 #include <numeric>
 #include <random>
 
@@ -368,4 +371,43 @@ TEST_CASE("gpu plan: a run makes no more driver calls than the eager call", "[gp
     CHECK(eager > 0);
     CHECK(planned <= eager);
   }
+}
+
+TEST_CASE("gpu plan: the driver meter times a call until its first enqueue", "[gpu][plan]") {
+  DeviceProblem p(1, 600, 8, 1203);
+  const PrefillPlan plan(p.args(nullptr));
+  DeviceArray workspace(static_cast<std::size_t>(plan.workspace_bytes()));
+  Stream s;
+  recurrent_kda_prefill(p.args(s.s));
+  KDA_CU(cuStreamSynchronize, s.s);
+  runtime::set_driver_metering(true);
+  auto metered = [&](const std::function<void()>& call) {
+    const runtime::DriverCallTally before = runtime::driver_call_tally();
+    const auto t0 = std::chrono::steady_clock::now();
+    runtime::mark_driver_call_start();
+    call();
+    const auto wall = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
+    const runtime::DriverCallTally after = runtime::driver_call_tally();
+    return std::tuple{after.marks_reached - before.marks_reached,
+                      after.until_first_enqueue_nanoseconds - before.until_first_enqueue_nanoseconds, wall.count()};
+  };
+  const auto [eager_marks, eager_ns, eager_wall] = metered([&] { recurrent_kda_prefill(p.args(s.s)); });
+  const auto [run_marks, run_ns, run_wall] =
+      metered([&] { plan.run(p.args(s.s), workspace.data(), plan.workspace_bytes()); });
+  // a mark followed by no enqueue adds nothing, and is replaced by the next
+  const auto [idle_marks, idle_ns, idle_wall] = metered([] {});
+  const auto [next_marks, next_ns, next_wall] = metered([&] { recurrent_kda_prefill(p.args(s.s)); });
+  runtime::set_driver_metering(false);
+  KDA_CU(cuStreamSynchronize, s.s);
+  INFO(fmt::format("eager {} of {} ns, run {} of {} ns", eager_ns, eager_wall, run_ns, run_wall));
+  CHECK(eager_marks == 1);
+  CHECK(eager_ns > 0);
+  CHECK(eager_ns <= eager_wall);
+  CHECK(run_marks == 1);
+  CHECK(run_ns > 0);
+  CHECK(run_ns <= run_wall);
+  CHECK(idle_marks == 0);
+  CHECK(idle_ns == 0);
+  CHECK(next_marks == 1);
+  CHECK(next_ns <= next_wall);
 }
