@@ -176,26 +176,20 @@ std::atomic<bool> g_metering{false};
 // until_first_enqueue_nanoseconds ends at the first of them after a mark).
 template <auto Entry>
 constexpr bool k_enqueues = false;
-template <>
-constexpr bool k_enqueues<&DriverApi::cuLaunchKernel> = true;
-template <>
-constexpr bool k_enqueues<&DriverApi::cuLaunchKernelEx> = true;
-template <>
-constexpr bool k_enqueues<&DriverApi::cuGraphLaunch> = true;
-template <>
-constexpr bool k_enqueues<&DriverApi::cuMemsetD8Async> = true;
-template <>
-constexpr bool k_enqueues<&DriverApi::cuMemsetD32Async> = true;
-template <>
-constexpr bool k_enqueues<&DriverApi::cuMemcpyAsync> = true;
-template <>
-constexpr bool k_enqueues<&DriverApi::cuMemcpyHtoDAsync> = true;
-template <>
-constexpr bool k_enqueues<&DriverApi::cuMemcpyDtoHAsync> = true;
-template <>
-constexpr bool k_enqueues<&DriverApi::cuEventRecord> = true;
-template <>
-constexpr bool k_enqueues<&DriverApi::cuStreamWaitEvent> = true;
+#define KDA_ENQUEUES(name)                                                                                             \
+  template <>                                                                                                          \
+  constexpr bool k_enqueues<&DriverApi::name> = true;
+KDA_ENQUEUES(cuLaunchKernel)
+KDA_ENQUEUES(cuLaunchKernelEx)
+KDA_ENQUEUES(cuGraphLaunch)
+KDA_ENQUEUES(cuMemsetD8Async)
+KDA_ENQUEUES(cuMemsetD32Async)
+KDA_ENQUEUES(cuMemcpyAsync)
+KDA_ENQUEUES(cuMemcpyHtoDAsync)
+KDA_ENQUEUES(cuMemcpyDtoHAsync)
+KDA_ENQUEUES(cuEventRecord)
+KDA_ENQUEUES(cuStreamWaitEvent)
+#undef KDA_ENQUEUES
 
 std::int64_t nanoseconds_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count();
