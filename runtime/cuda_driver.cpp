@@ -238,6 +238,7 @@ int oldest_supported_driver() {
 
 void set_driver_metering(bool on) {
   g_metering.store(on, std::memory_order_relaxed);
+  t_mark.reset(); // a mark left by a call that never enqueued must not reach a later call
 }
 
 DriverCallTally driver_call_tally() {

@@ -70,7 +70,9 @@ const DriverApi& driver_api();
 /// Driver-call metering, for host-time measurements (`kdajit bench`): while
 /// it is on, every entry point of driver_api() counts its calls and the time
 /// spent in them, per calling thread. Off by default (then driver_api() hands
-/// out the driver's own entry points and nothing is counted).
+/// out the driver's own entry points and nothing is counted). Either way it
+/// drops the calling thread's pending mark (mark_driver_call_start), so a mark
+/// from a call that failed before it enqueued is not charged to a later call.
 void set_driver_metering(bool on);
 
 struct DriverCallTally {

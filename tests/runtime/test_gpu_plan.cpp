@@ -397,8 +397,18 @@ TEST_CASE("gpu plan: the driver meter times a call until its first enqueue", "[g
   // a mark followed by no enqueue adds nothing, and is replaced by the next
   const auto [idle_marks, idle_ns, idle_wall] = metered([] {});
   const auto [next_marks, next_ns, next_wall] = metered([&] { recurrent_kda_prefill(p.args(s.s)); });
+  // switching the meter drops a pending mark: a call that failed before it
+  // enqueued leaves nothing for the next metered call to be charged with
+  runtime::mark_driver_call_start();
+  runtime::set_driver_metering(false);
+  runtime::set_driver_metering(true);
+  const runtime::DriverCallTally before_unmarked = runtime::driver_call_tally();
+  recurrent_kda_prefill(p.args(s.s));
+  const runtime::DriverCallTally after_unmarked = runtime::driver_call_tally();
   runtime::set_driver_metering(false);
   KDA_CU(cuStreamSynchronize, s.s);
+  CHECK(after_unmarked.marks_reached == before_unmarked.marks_reached);
+  CHECK(after_unmarked.calls > before_unmarked.calls);
   INFO(fmt::format("eager {} of {} ns, run {} of {} ns", eager_ns, eager_wall, run_ns, run_wall));
   CHECK(eager_marks == 1);
   CHECK(eager_ns > 0);
