@@ -68,6 +68,17 @@ __device__ __forceinline__ RecurrenceWork persistent_work(const kda_plan::KdaPar
   return {s.n, y / row_blocks(), (y % row_blocks()) * kda_plan::M_TILE, s.seq};
 }
 
+// persistent_work as one out-of-line copy, for the producer warps, which look
+// an item up once per item with few values live across it. Each inlined copy
+// of the packed lookup is some 250 instructions (most of them the warp-table
+// branch that calls of many sequences never take), and every role's copies
+// share an SM sub-partition's instruction cache with the MMA warps. The MMA
+// warps keep the inline copy: a call among their accumulators makes ptxas
+// serialize their wgmma (C7512).
+__device__ __noinline__ RecurrenceWork persistent_work_out_of_line(const kda_plan::KdaParams& p, i64 item) {
+  return persistent_work(p, item);
+}
+
 // The value row of element e of this lane's tile mt (warp w owns 16 MT rows).
 template <int MT>
 __device__ __forceinline__ int state_row(int m0, int mt, int e) {

@@ -55,7 +55,9 @@ struct WalkItem {
   int h;
 };
 
-__device__ __forceinline__ WalkItem walk_item(const kda_plan::KdaParams& p, i64 item) {
+// One out-of-line copy (the walk looks items up at four places, each a
+// whole packed lookup when inlined).
+__device__ __noinline__ WalkItem walk_item(const kda_plan::KdaParams& p, i64 item) {
   const RecurrenceWork w = persistent_work(p, item);
   return WalkItem{w.seq.start, w.seq.length, w.h};
 }

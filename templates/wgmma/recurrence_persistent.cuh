@@ -43,13 +43,18 @@
 namespace kda {
 namespace frag {
 
+// How a role looks its items up: the MMA warps inline, the producer warps
+// by one out-of-line copy (common/state_rows: persistent_work_out_of_line).
+enum class ItemLookup { inline_copy, out_of_line };
+
 // The CTA's work items in order, each with its work and chunk count:
 // body(item, work, chunks). Whole warp (persistent_work may shuffle).
-template <class Body>
+template <ItemLookup LOOKUP, class Body>
 __device__ __forceinline__ void for_each_item(const kda_plan::KdaParams& p, Body body) {
   const i64 items = persistent_items(p);
   for (i64 item = blockIdx.x; item < items; item += gridDim.x) {
-    const RecurrenceWork w = persistent_work(p, item);
+    const RecurrenceWork w =
+        LOOKUP == ItemLookup::out_of_line ? persistent_work_out_of_line(p, item) : persistent_work(p, item);
     body(item, w, chunks_of(w.seq.length));
   }
 }
@@ -190,7 +195,7 @@ __device__ __forceinline__ void produce_records_persistent(const kda_plan::KdaPa
     wait_prior_grid(); // the records are the prepare kernel's
   }
   i64 ring = 0;
-  for_each_item(p, [&](i64, const RecurrenceWork& w, i64 chunks) {
+  for_each_item<ItemLookup::out_of_line>(p, [&](i64, const RecurrenceWork& w, i64 chunks) {
     if (lane == 0) {
       for (i64 c = 0; c < chunks; ++c) {
         const int slot = free_ring_slot(empty, ring + c);
@@ -214,7 +219,7 @@ __device__ __forceinline__ void produce_v_persistent(const kda_plan::KdaParams& 
   u64* const state_empty = reinterpret_cast<u64*>(smem + R::STATE_EMPTY_OFFSET);
   i64 ring = 0;
   i64 local = 0; // the CTA's items so far
-  for_each_item(p, [&](i64, const RecurrenceWork& w, i64 chunks) {
+  for_each_item<ItemLookup::out_of_line>(p, [&](i64, const RecurrenceWork& w, i64 chunks) {
     if (STATES && k_state_in_smem && p.state_in != nullptr) {
       const int b = static_cast<int>(local % k_state_tiles);
       if (local >= k_state_tiles) {
@@ -244,9 +249,9 @@ __device__ __forceinline__ void produce_outputs_persistent(const kda_plan::KdaPa
   constexpr int T = R::OUT_FULL_BYTES / 8; // output tiles
   const int lane = threadIdx.x & 31;
   i64 ring = 0;
-  for_each_item(p, [&](i64 item, const RecurrenceWork& w, i64 chunks) {
+  for_each_item<ItemLookup::out_of_line>(p, [&](i64 item, const RecurrenceWork& w, i64 chunks) {
     if (!k_state_in_smem && p.state_in != nullptr && item + gridDim.x < persistent_items(p)) {
-      const RecurrenceWork next = persistent_work(p, item + gridDim.x);
+      const RecurrenceWork next = persistent_work_out_of_line(p, item + gridDim.x);
       if (lane == 0) {
         prefetch_state(p, next);
       }
@@ -278,7 +283,7 @@ __device__ __forceinline__ void produce_checkpoints_and_states(const Params& p, 
   const int lane = threadIdx.x & 31;
   int row = 0;
   i64 local = 0; // the CTA's items so far
-  for_each_item(p, [&](i64, const RecurrenceWork& w, i64 chunks) {
+  for_each_item<ItemLookup::out_of_line>(p, [&](i64, const RecurrenceWork& w, i64 chunks) {
     if constexpr (kda_plan::CHECKPOINTS != 0) { // plans without checkpoints have no tma_checkpoints
       if (lane == 0) {
         int k = 0;
@@ -358,7 +363,7 @@ __device__ __forceinline__ void mma_items_persistent(const kda_plan::KdaParams& 
   const int lane = threadIdx.x & 31;
   RingPosition ring{0, 0};
   i64 local = 0; // the CTA's items so far
-  for_each_item(p, [&](i64, const RecurrenceWork& w, i64 chunks) {
+  for_each_item<ItemLookup::inline_copy>(p, [&](i64, const RecurrenceWork& w, i64 chunks) {
     float acc[1][16][4];
     if (!k_state_in_smem || p.state_in == nullptr) {
       load_state(p, w.n, w.h, w.m0, acc); // fp32, or zeros without an initial state
