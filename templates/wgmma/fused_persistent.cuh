@@ -55,10 +55,10 @@ struct WalkItem {
   int h;
 };
 
-// One out-of-line copy (the walk looks items up at four places, each a
-// whole packed lookup when inlined).
-__device__ __noinline__ WalkItem walk_item(const kda_plan::KdaParams& p, i64 item) {
-  const RecurrenceWork w = persistent_work(p, item);
+// The producer warps' out-of-line lookup (the walk looks items up at four
+// places, each a whole packed lookup when inlined).
+__device__ __forceinline__ WalkItem walk_item(const kda_plan::KdaParams& p, i64 item) {
+  const RecurrenceWork w = persistent_work_out_of_line(p, item);
   return WalkItem{w.seq.start, w.seq.length, w.h};
 }
 
