@@ -149,10 +149,11 @@ usage:
       --profile-range: each workload's timed calls between cuProfilerStart and
       cuProfilerStop, for a profiler's range replay (ncu --replay-mode
       app-range: whole calls, kernels side by side).
-      The first workload's host time per call is printed for each path, with
-      the driver calls it makes, its time outside them and its time until its
-      first launch, memset, event record or stream wait has returned (the GPU
-      has nothing of the call before that).
+      The first workload's host time per call is printed for each path after
+      every workload is timed (its 2,000 calls would otherwise heat the GPU
+      before the timings), with the driver calls it makes, its time outside
+      them and its time until its first launch, memset, event record or
+      stream wait has returned (the GPU has nothing of the call before that).
   kdajit first-call [--workload W] [--processes N] [--json]
       The wall time of a process's first call of workload W (default
       h96_mixed, GPU needed): N new processes (default 5), each with its
