@@ -225,7 +225,7 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
     const int calls = 200;
     auto host_line = [&](const char* what, CallPath path) {
       const HostTime h = host_time_per_call(wl, calls, options, path);
-      out << fmt::format("host time per {} ({}) {:.2f} us ({:.1f} driver calls, {:.2f} us outside them; "
+      out << fmt::format("host time per {} of {}: {:.2f} us ({:.1f} driver calls, {:.2f} us outside them; "
                          "{:.2f} us until its first enqueue returns)\n",
                          what, w.name, h.us, h.driver_calls, h.outside_driver_us, h.until_first_enqueue_us);
     };
