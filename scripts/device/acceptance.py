@@ -26,10 +26,17 @@ Usage: scripts/device/acceptance.py [--rounds N] [--base PATH] [--kdajit PATH]
   --any-gpu run on a GPU other than an H200 (the goals are the H200's; the
             verdicts then compare designs, not the goals)
 Writes the summary to stdout and ${OUT:-.}/acceptance.txt, every bench's
-output to ${OUT:-.}/acceptance-raw.log. Exit status 0 when it ran (whatever
-the verdicts), 2 on bad usage or no H200.
+output to ${OUT:-.}/acceptance-raw.log. Under each part, the GPU's state
+while each variant's benches ran, from nvidia-smi samples every 100 ms: the
+SM clock, the share of busy samples (over 300 W) with the power cap lowering
+it (clock event reason SW power cap), the highest power and the temperature;
+a build whose bench finds the GPU capped more often than the other's is not
+compared on equal terms (docs/bench/CURRENT.md, "The bench's own calls and
+the GPU's power cap"). Exit status 0 when it ran (whatever the verdicts), 2
+on bad usage or no H200.
 """
 import argparse
+import atexit
 import datetime
 import math
 import os
@@ -37,6 +44,8 @@ import re
 import statistics
 import subprocess
 import sys
+import threading
+import time
 
 STANDARD = ["h96_fixed_8192", "h96_mixed", "h96_uniform_8x1024", "h64_fixed_8192", "h64_mixed",
             "h64_uniform_8x1024"]
@@ -45,17 +54,69 @@ SHORT_GOALS = {"h96_packed_1024x8": 2.5, "h32_packed_256x64": 0.42}
 PARTS = ["base", "standard", "short", "checkpoints", "pools"]
 
 
+class GpuSampler:
+    """nvidia-smi samples every 100 ms, each stamped on arrival: (time, SM
+    clock MHz, power W, temperature C, clock event reasons)."""
+
+    FIELDS = "clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active"
+    SW_POWER_CAP = 0x4
+
+    def __init__(self):
+        self.samples = []
+        try:
+            self.proc = subprocess.Popen(["nvidia-smi", f"--query-gpu={self.FIELDS}", "--format=csv,noheader,nounits",
+                                          "-lms", "100"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        except OSError:
+            self.proc = None
+            return
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            fields = [f.strip() for f in line.split(",")]
+            try:
+                self.samples.append((time.monotonic(), float(fields[0]), float(fields[1]), float(fields[2]),
+                                     int(fields[3], 16)))
+            except (IndexError, ValueError):
+                continue
+
+    def stop(self):
+        if self.proc is not None:
+            self.proc.terminate()
+
+    def summary(self, spans):
+        """One line on the samples taken during the given (start, end) spans."""
+        inside = [s for s in self.samples if any(t0 <= s[0] <= t1 for t0, t1 in spans)]
+        busy = [s for s in inside if s[2] > 300.0]
+        if not busy:
+            return f"no busy samples ({len(inside)} in all)"
+        clocks = [s[1] for s in busy]
+        capped = sum(1 for s in busy if s[4] & self.SW_POWER_CAP)
+        return (f"{len(busy)} busy samples: SM clock {min(clocks):.0f}-{max(clocks):.0f} MHz (median "
+                f"{statistics.median(clocks):.0f}), power cap in {capped / len(busy):.0%}, at most "
+                f"{max(s[2] for s in busy):.0f} W, {min(s[3] for s in busy):.0f}-{max(s[3] for s in busy):.0f} C")
+
+
 class Bench:
-    """Runs `kdajit bench` and keeps each run's parsed rows."""
+    """Runs `kdajit bench` and keeps each run's parsed rows and its span."""
 
-    def __init__(self, raw_log):
+    def __init__(self, raw_log, sampler):
         self.raw = open(raw_log, "w")
+        self.sampler = sampler
+        self.spans = []  # (variant, start, end) of every run
 
-    def run(self, binary, cases, extra=()):
+    def gpu_lines(self, variants, first_span):
+        """Per variant, the GPU's state during its runs from span first_span on."""
+        return [f"  gpu during {name}: " + self.sampler.summary(
+                    [(t0, t1) for v, t0, t1 in self.spans[first_span:] if v == name]) for name in variants]
+
+    def run(self, binary, cases, extra=(), variant=""):
         """{case: {"ms", "flashkda_ms", "rows_ms"}} of one bench run."""
         cmd = [binary, "bench", "--cases", ",".join(cases), *extra]
         self.raw.write(f"=== {' '.join(cmd)}\n")
+        start = time.monotonic()
         done = subprocess.run(cmd, capture_output=True, text=True)
+        self.spans.append((variant, start, time.monotonic()))
         self.raw.write(done.stdout + done.stderr)
         self.raw.flush()
         if done.returncode != 0:
@@ -82,12 +143,14 @@ class Bench:
 
 
 def rounds_of(bench, rounds, variants, cases):
-    """Interleaved rounds: {variant name: [rows of round 1, ...]}."""
+    """Interleaved rounds: {variant name: [rows of round 1, ...]}, and the
+    lines on the GPU's state during each variant's runs."""
+    first = len(bench.spans)
     out = {name: [] for name, _, _ in variants}
     for _ in range(rounds):
         for name, binary, extra in variants:
-            out[name].append(bench.run(binary, cases, extra))
-    return out
+            out[name].append(bench.run(binary, cases, extra, name))
+    return out, bench.gpu_lines([name for name, _, _ in variants], first)
 
 
 def series(runs, case):
@@ -99,8 +162,8 @@ def fmt_series(values):
 
 
 def part_base(bench, args, report):
-    runs = rounds_of(bench, args.rounds, [("base", args.base, []), ("this", args.kdajit, [])],
-                     BASE_CASES)
+    runs, gpu = rounds_of(bench, args.rounds, [("base", args.base, []), ("this", args.kdajit, [])],
+                          BASE_CASES)
     report.append(f"## base: {args.base} against {args.kdajit}, routed, {args.rounds} interleaved rounds (ms)")
     slower = 0
     for case in BASE_CASES:
@@ -110,6 +173,7 @@ def part_base(bench, args, report):
         change = (statistics.median(this) / statistics.median(base) - 1) * 100
         report.append(f"{case:<20} base {fmt_series(base)}  this {fmt_series(this)}  {change:+.1f} %  {verdict}")
     report.append(f"goal (no workload slower than the base): {'met' if slower == 0 else f'missed ({slower} slower)'}")
+    report.extend(gpu)
     return runs["this"]
 
 
@@ -131,17 +195,19 @@ def part_standard(runs, report):
 
 def part_short(bench, args, report):
     cases = list(SHORT_GOALS)
-    runs = rounds_of(bench, args.rounds, [("this", args.kdajit, [])], cases)["this"]
+    all_runs, gpu = rounds_of(bench, args.rounds, [("this", args.kdajit, [])], cases)
+    runs = all_runs["this"]
     report.append(f"## short: routed, {args.rounds} rounds (ms)")
     for case, goal in SHORT_GOALS.items():
         values = series(runs, case)
         median = statistics.median(values)
         report.append(f"{case:<20} {fmt_series(values)}  goal {goal:.2f}: {'met' if median <= goal else 'missed'} "
                       f"({median / goal - 1:+.1%})")
+    report.extend(gpu)
 
 
 def part_against_plain(bench, args, report, name, extra, bound):
-    runs = rounds_of(bench, args.rounds, [("plain", args.kdajit, []), (name, args.kdajit, extra)], STANDARD)
+    runs, gpu = rounds_of(bench, args.rounds, [("plain", args.kdajit, []), (name, args.kdajit, extra)], STANDARD)
     report.append(f"## {name}: the six standard workloads plain and with {' '.join(extra)}, {args.rounds} interleaved "
                   "rounds (ms; over: against the bound of each round)")
     missed = 0
@@ -153,6 +219,7 @@ def part_against_plain(bench, args, report, name, extra, bound):
         report.append(f"{case:<20} plain {fmt_series(plain)}  {name} {fmt_series(other)}  over the bound "
                       + " / ".join(f"{over:+.1%}" for over in overs) + f"  {'met' if within else 'missed'}")
     report.append(f"goal: {'met' if missed == 0 else f'missed on {missed} workload(s)'}")
+    report.extend(gpu)
 
 
 def main():
@@ -178,7 +245,9 @@ def main():
         if not os.access(binary, os.X_OK):
             parser.error(f"no CLI at {binary}")
     out = os.environ.get("OUT", ".")
-    bench = Bench(os.path.join(out, "acceptance-raw.log"))
+    sampler = GpuSampler()
+    atexit.register(sampler.stop)  # also when a bench fails
+    bench = Bench(os.path.join(out, "acceptance-raw.log"), sampler)
     report = [f"# kdajit acceptance, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {gpu}",
               f"# {' '.join(sys.argv)}"]
     this_runs = part_base(bench, args, report) if "base" in parts else None
