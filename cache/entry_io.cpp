@@ -110,21 +110,25 @@ LookupResult read_entry(const std::string& entry_dir, const CacheKey& key) {
     return miss(MissReason::key_mismatch,
                 fmt::format("{}: key_fields hash to {}, not to the recorded key", manifest_path, recomputed.hex()));
   }
+  return read_entry_cubin(entry_dir, std::move(*parsed.manifest));
+}
+
+LookupResult read_entry_cubin(const std::string& entry_dir, Manifest manifest) {
   const std::string cubin_path = entry_dir + "/" + k_cubin_file;
   ReadResult cubin = try_read_file(cubin_path);
   if (!cubin.ok()) {
     return miss(MissReason::checksum_mismatch, fmt::format("cannot read {}: {}", cubin_path, cubin.what()));
   }
-  if (cubin.bytes.size() != m.cubin_size) {
+  if (cubin.bytes.size() != manifest.cubin_size) {
     return miss(MissReason::checksum_mismatch,
-                fmt::format("{} has {} bytes, the manifest says {}", cubin_path, cubin.bytes.size(), m.cubin_size));
+                fmt::format("{} has {} bytes, the manifest says {}", cubin_path, cubin.bytes.size(), manifest.cubin_size));
   }
-  if (const std::string sha = sha256_hex(cubin.bytes); sha != m.cubin_sha256) {
+  if (const std::string sha = sha256_hex(cubin.bytes); sha != manifest.cubin_sha256) {
     return miss(MissReason::checksum_mismatch,
-                fmt::format("{} has sha256 {}, the manifest says {}", cubin_path, sha, m.cubin_sha256));
+                fmt::format("{} has sha256 {}, the manifest says {}", cubin_path, sha, manifest.cubin_sha256));
   }
   LookupResult out;
-  out.entry = std::make_shared<const CacheEntry>(CacheEntry{std::move(*parsed.manifest), std::move(cubin.bytes), entry_dir});
+  out.entry = std::make_shared<const CacheEntry>(CacheEntry{std::move(manifest), std::move(cubin.bytes), entry_dir});
   return out;
 }
 

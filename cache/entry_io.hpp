@@ -57,6 +57,13 @@ private:
 /// sha256. Never throws for a bad entry; does not quarantine.
 LookupResult read_entry(const std::string& entry_dir, const CacheKey& key);
 
+/// Reads the cubin of the entry in `entry_dir` and checks its size and sha256
+/// against `manifest`: the cubin, or a miss (checksum_mismatch) with the
+/// detail. The part of read_entry that needs no key, for an entry whose key
+/// this build cannot recompute (one written by a kdajit build with another
+/// key encoding).
+LookupResult read_entry_cubin(const std::string& entry_dir, Manifest manifest);
+
 enum class CommitOutcome { committed, kept_existing };
 
 /// Stages and commits one entry (see the header comment). `manifest` must be

@@ -69,7 +69,9 @@ usage:
       Check every entry: manifest, key (recomputed from its fields) and cubin
       size and SHA-256; with --load (GPU) also load each cubin and compare its
       entry points' registers, stack frame and static SMEM with the manifest.
-      Exit 5 when one is bad.
+      Entries of another generator or toolchain are marked stale (gc --orphans
+      removes them); one written by a kdajit build with another key encoding
+      has only its cubin checked. Exit 5 when one is bad.
   kdajit cache gc [--max-bytes N[K|M|G]] [--older-than DAYS] [--orphans] [--dry-run] [--cache-dir DIR] [--json]
       Evict entries: with --orphans those of another generator, ABI, cache
       layout or NVRTC; with --older-than those unused for longer; then, while

@@ -180,7 +180,25 @@ TEST_CASE("cache ls filters, cache show and cache verify", "[tools][cli][gc]") {
   }
   const test::CliRun ok = test::run_kdajit({"cache", "verify", "--cache-dir", root});
   CHECK(ok.exit_code == tools::k_exit_ok);
-  CHECK_THAT(ok.out, Contains("4 entries checked, 0 bad"));
+  CHECK_THAT(ok.out, Contains("4 entries checked, 0 bad, 1 stale"));
+  // the orphan as an older kdajit build wrote it: a manifest without the key
+  // fields this build's key encoding added, so its key does not recompute
+  // here; stale, not bad, and its cubin still checked
+  const std::string orphan_dir = stale["entries"][0]["dir"];
+  nlohmann::json old_manifest = nlohmann::json::parse(cache::test::read_text_file(orphan_dir + "/manifest.json"));
+  REQUIRE(old_manifest["key_fields"].erase("nvrtc_build") == 1);
+  REQUIRE(old_manifest["key_fields"].erase("source_sha256") == 1);
+  cache::test::write_text(orphan_dir + "/manifest.json", old_manifest.dump(2));
+  const test::CliRun older = test::run_kdajit({"cache", "verify", "--cache-dir", root, "--json"});
+  CHECK(older.exit_code == tools::k_exit_ok);
+  const nlohmann::json o = nlohmann::json::parse(older.out);
+  CHECK(o["bad"] == 0);
+  CHECK(o["stale"] == 1);
+  for (const auto& e : o["entries"]) {
+    const bool is_orphan = orphan_dir.ends_with(e["key"].get<std::string>());
+    CHECK(e["ok"] == true);
+    CHECK((e["stale"].get<std::string>().find("another key encoding") != std::string::npos) == is_orphan);
+  }
   // a flipped byte in one cubin
   const std::string cubin = std::string(week["entries"][0]["dir"]) + "/kernel.cubin";
   std::string bytes = cache::test::read_text_file(cubin);
@@ -197,6 +215,15 @@ TEST_CASE("cache ls filters, cache show and cache verify", "[tools][cli][gc]") {
     }
   }
   CHECK(flagged);
+  // a flipped byte in the older build's cubin is bad as well
+  const std::string orphan_cubin = orphan_dir + "/kernel.cubin";
+  std::string orphan_bytes = cache::test::read_text_file(orphan_cubin);
+  orphan_bytes[3] ^= 1;
+  cache::test::write_text(orphan_cubin, orphan_bytes);
+  const test::CliRun both = test::run_kdajit({"cache", "verify", "--cache-dir", root});
+  CHECK(both.exit_code == tools::k_exit_cache);
+  CHECK_THAT(both.out, Contains("2 bad"));
+  CHECK_THAT(both.out, Contains("checksum_mismatch"));
 }
 
 TEST_CASE("cache explain: present, or the nearest entry and its differing key fields", "[tools][cli][gc]") {
