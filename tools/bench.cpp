@@ -1,5 +1,5 @@
 // kdajit bench [--cases a,b] [--iters N] [--warmup N] [--cold] [--schedule S [--target T]] [--no-overlap] [--back-to-back]
-//              [--pool] [--pool-slots S] [--checkpoint-every P] [--planned] [--profile-range] [--json]
+//              [--pool] [--pool-slots S] [--checkpoint-every P] [--no-state] [--planned] [--profile-range] [--json]
 // Times recurrent_kda_prefill on the workloads of peers-h200.md under the
 // peers' settings: fresh random inputs, the same buffers every call, 20
 // warm-up calls, median of 100 calls timed with CUDA events, bf16 state given
@@ -16,6 +16,8 @@
 // states scattered over twice as many slots, or over S with --pool-slots S)
 // and with native checkpoints (with the rows' bytes and their time at the
 // memory floor's rate); workloads without a FLA figure print "-";
+// --no-state times calls without an initial or a final state (the tokens'
+// bytes only; the peers' figures, all with a state, are not compared);
 // --planned also times PrefillPlan::run and the replay of a CUDA graph of one
 // run, with their host times. --profile-range brackets each workload's timed
 // calls with cuProfilerStart / cuProfilerStop, for a profiler's range replay
@@ -69,7 +71,9 @@ std::vector<std::string> split(const std::string& s) {
 
 int bench_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   const ParsedArgs parsed =
-      parse_args(args, {"--json", "--cold", "--no-overlap", "--back-to-back", "--pool", "--planned", "--profile-range"},
+      parse_args(args,
+                 {"--json", "--cold", "--no-overlap", "--back-to-back", "--pool", "--planned", "--profile-range",
+                  "--no-state"},
                  {"--cases", "--iters", "--warmup", "--seed", "--schedule", "--target", "--checkpoint-every",
                   "--pool-slots"});
   CallFeatures features;
@@ -78,6 +82,10 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
   features.checkpoint_every = integer_option(parsed, "--checkpoint-every", 0, 1, std::int64_t{1} << 30);
   if (features.checkpoint_every % 16 != 0) {
     throw UsageError("--checkpoint-every takes a positive multiple of 16");
+  }
+  features.no_state = parsed.has("--no-state");
+  if (features.no_state && features.pool) {
+    throw UsageError("--no-state excludes --pool and --pool-slots (a pool is the calls' initial state)");
   }
   const bool planned = parsed.has("--planned");
   PrefillOptions options;
@@ -117,17 +125,22 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
                                                : std::string("; state pool of 2N slots"),
                      features.checkpoint_every > 0 ? fmt::format("; checkpoints every {} tokens", features.checkpoint_every)
                                                    : std::string());
+  if (features.no_state) {
+    out << "no state: calls without an initial or a final state; GB/s and xfloor count the tokens' bytes only, "
+           "and the peers' figures (with a state) are not compared\n";
+  }
   out << fmt::format("{:<20} {:>9} {:>9} {:>8} {:>7} {:>9} {:>7} {:>9} {:>7}  {}\n", "case", "ms", "min ms", "GB/s",
                      "xfloor", "FlashKDA", "speedup", "FLA", "speedup", "kernel");
   double log_sum = 0.0;
   int standard = 0;
   bool first = true;
   // buffer sets per workload: one (warm L2), or with --cold enough to exceed L2
-  auto sets_for = [cold](const BenchWorkload& w) {
-    return cold ? static_cast<int>(std::clamp<std::int64_t>(400'000'000 / minimal_bytes(w) + 1, 2, 8)) : 1;
+  auto sets_for = [cold, &features](const BenchWorkload& w) {
+    return cold ? static_cast<int>(std::clamp<std::int64_t>(400'000'000 / minimal_bytes(w, !features.no_state) + 1, 2, 8))
+                : 1;
   };
   for (const BenchWorkload* w : chosen) {
-    const std::int64_t bytes = minimal_bytes(*w);
+    const std::int64_t bytes = minimal_bytes(*w, !features.no_state);
     Workload wl = make_workload(*w, pool, sets_for(*w), rng, features);
     KDA_CU(cuCtxSynchronize);
     if (first) {
@@ -155,12 +168,13 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
     const double floor_ms = static_cast<double>(bytes) / k_h200_copy_bandwidth * 1e3;
     const double vs_flashkda = w->flashkda_ms / t.median_ms;
     const double vs_fla = w->fla_ms / t.median_ms;
-    if (w->standard) {
+    // the peers' figures are calls with a state; the short-sequence workloads have FlashKDA's only
+    const bool fla_known = w->fla_ms > 0.0 && !features.no_state;
+    const bool flashkda_known = w->flashkda_ms > 0.0 && !features.no_state;
+    if (w->standard && flashkda_known) {
       log_sum += std::log(vs_flashkda);
       ++standard;
     }
-    const bool fla_known = w->fla_ms > 0.0; // the short-sequence workloads have FlashKDA's figure only
-    const bool flashkda_known = w->flashkda_ms > 0.0;
     out << fmt::format("{:<20} {:>9.3f} {:>9.3f} {:>8.0f} {:>7.1f} {:>9} {:>7} {:>9} {:>7}  {}\n", w->name,
                        t.median_ms, t.min_ms, gbs, t.median_ms / floor_ms,
                        flashkda_known ? fmt::format("{:.3f}", w->flashkda_ms) : "-",
@@ -241,6 +255,7 @@ int bench_command(const std::vector<std::string>& args, std::ostream& out, std::
                           {"state_pool", features.pool},
                           {"state_pool_slots", features.pool_slots},
                           {"checkpoint_every", features.checkpoint_every},
+                          {"no_state", features.no_state},
                           {"results", results}}
                .dump(2, ' ', false, k_replace_invalid_utf8)
         << "\n";

@@ -72,8 +72,10 @@ void make_sets(Workload& wl, RandomPool& pool, int count) {
     }
     b.beta = std::make_unique<DeviceBytes>(static_cast<std::size_t>(wl.tokens) * wl.w->heads * 2);
     pool.fill_normal_bf16(b.beta->data(), static_cast<std::size_t>(wl.tokens) * wl.w->heads);
-    b.state = std::make_unique<DeviceBytes>(state_elems * 2);
-    pool.fill_normal_bf16(b.state->data(), state_elems); // N(0,1); scaled below is not needed for timing
+    if (!wl.features.no_state) {
+      b.state = std::make_unique<DeviceBytes>(state_elems * 2);
+      pool.fill_normal_bf16(b.state->data(), state_elems); // N(0,1); scaled below is not needed for timing
+    }
     b.out = std::make_unique<DeviceBytes>(elems * 2);
     if (wl.checkpoint_rows > 0) {
       b.checkpoints = std::make_unique<DeviceBytes>(static_cast<std::size_t>(wl.checkpoint_rows) * slot_elems * 2);
@@ -152,8 +154,10 @@ PrefillArgs args_for(const Workload& wl, const CallBuffers& b) {
   a.a_log = TensorRef::contiguous(wl.a_log->data(), ElementType::fp32, {wl.w->heads});
   a.dt_bias = TensorRef::contiguous(wl.dt_bias->data(), ElementType::fp32, {wl.w->heads, 128});
   a.lower_bound = -5.0;
-  a.initial_state = TensorRef::contiguous(b.state->data(), ElementType::bf16,
-                                          {state_slots(wl), wl.w->heads, 128, 128});
+  if (!wl.features.no_state) {
+    a.initial_state = TensorRef::contiguous(b.state->data(), ElementType::bf16,
+                                            {state_slots(wl), wl.w->heads, 128, 128});
+  }
   if (wl.features.pool) {
     a.ssm_state_indices = TensorRef::contiguous(wl.slots->data(), ElementType::i32, {wl.seqs});
   }

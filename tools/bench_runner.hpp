@@ -50,6 +50,7 @@ struct CallFeatures {
   bool pool = false;
   std::int64_t pool_slots = 0; ///< 0: twice the sequences
   std::int64_t checkpoint_every = 0;
+  bool no_state = false; ///< calls without an initial state and without a final state
 };
 
 struct Workload;

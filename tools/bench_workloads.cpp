@@ -41,13 +41,13 @@ std::vector<const BenchWorkload*> workloads_in_class(ShapeClass c, int sm_count,
   return out;
 }
 
-std::int64_t minimal_bytes(const BenchWorkload& w) {
+std::int64_t minimal_bytes(const BenchWorkload& w, bool with_state) {
   std::int64_t tokens = 0;
   for (std::int64_t l : w.seqlens) {
     tokens += l;
   }
   const std::int64_t per_token_head = 4 * 128 * 2 + 2 + 128 * 2;
-  const std::int64_t state = static_cast<std::int64_t>(w.seqlens.size()) * w.heads * 2 * 128 * 128 * 2;
+  const std::int64_t state = with_state ? static_cast<std::int64_t>(w.seqlens.size()) * w.heads * 2 * 128 * 128 * 2 : 0;
   return tokens * w.heads * per_token_head + state + w.heads * (4 + 128 * 4);
 }
 

@@ -31,8 +31,9 @@ std::vector<const BenchWorkload*> workloads_in_class(ShapeClass c, int sm_count,
 
 /// Fewest bytes a prefill must move: q, k, v, g, beta read once, out written
 /// once (1,282 B per token and head), bf16 state read and written once
-/// (64 KiB per sequence and head), A_log and dt_bias.
-std::int64_t minimal_bytes(const BenchWorkload& w);
+/// (64 KiB per sequence and head; none for calls without a state,
+/// `with_state` false), A_log and dt_bias.
+std::int64_t minimal_bytes(const BenchWorkload& w, bool with_state = true);
 
 /// Bytes of the bf16 checkpoint rows a call with checkpoints every `every`
 /// tokens writes: ceil(L / every) rows of 128 x 128 per sequence and head

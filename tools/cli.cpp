@@ -127,7 +127,7 @@ usage:
       reads it over the tables shipped in tuning/*.json, entry by entry.
   kdajit bench [--cases a,b] [--iters N] [--warmup N] [--cold] [--schedule S [--target T]] [--no-overlap]
                [--back-to-back]
-               [--pool] [--pool-slots S] [--checkpoint-every P] [--planned] [--profile-range] [--json]
+               [--pool] [--pool-slots S] [--checkpoint-every P] [--no-state] [--planned] [--profile-range] [--json]
       Time recurrent_kda_prefill on the peers' workloads (GPU needed): median
       of N calls after warm-up, CUDA events, bf16 state updated in place; ms,
       GB/s, ratio to the memory floor and to FlashKDA and FLA on the H200
@@ -147,6 +147,10 @@ usage:
       S / N slots apart); --checkpoint-every P: native checkpoints every P tokens
       (a line below each workload gives the rows' bytes and their time at the
       memory floor's 4.3 TB/s; --json: checkpoint_bytes);
+      --no-state: calls without an initial and a final state (a diagnostic:
+      the states' bytes out of the call, so that what the kernels compute
+      binds a short-sequence call; GB/s and xfloor then count the tokens'
+      bytes, the peers' columns print "-"; not with --pool).
       --planned: also PrefillPlan::run and a CUDA graph of one run replayed.
       --profile-range: each workload's timed calls between cuProfilerStart and
       cuProfilerStop, for a profiler's range replay (ncu --replay-mode

@@ -63,6 +63,10 @@ TEST_CASE("bench workloads: the short-sequence cases and their floors", "[tools]
   // the memory floors of ../shared/bench/peers-h200.md: 1.733 and 0.282 ms at 4.3 TB/s
   CHECK(static_cast<double>(minimal_bytes(*short8)) / k_h200_copy_bandwidth * 1e3 == Approx(1.733).epsilon(0.002));
   CHECK(static_cast<double>(minimal_bytes(*short64)) / k_h200_copy_bandwidth * 1e3 == Approx(0.282).epsilon(0.003));
+  // without a state (bench --no-state) the tokens' bytes only: 1,024 x 8 tokens x 96 heads x 1,282 B and the
+  // head parameters; the states' 6.44 GB are gone
+  CHECK(minimal_bytes(*short8, false) == 1024 * 8 * 96 * 1282 + 96 * (4 + 128 * 4));
+  CHECK(minimal_bytes(*short8) - minimal_bytes(*short8, false) == std::int64_t{1024} * 96 * 2 * 128 * 128 * 2);
   // the middle of many_short: 1,024 x 16 tokens, H32, no peer figure (bench prints "-")
   const BenchWorkload* short16 = nullptr;
   for (const BenchWorkload& w : bench_workloads()) {
