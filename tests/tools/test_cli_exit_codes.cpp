@@ -37,6 +37,17 @@ nlohmann::json one_document(const test::CliRun& run) {
 
 } // namespace
 
+TEST_CASE("bench --no-state with a pool is a usage error, before any device", "[tools][cli][hostile]") {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"bench", "--no-state", "--pool"}, {"bench", "--no-state", "--pool-slots", "4096"}}) {
+    const test::CliRun run = test::run_kdajit(args);
+    INFO(fmt::format("kdajit {}: {}", fmt::join(args, " "), run.err));
+    CHECK(run.exit_code == tools::k_exit_usage);
+    CHECK_THAT(run.err, Contains("--no-state excludes --pool"));
+    CHECK_THAT(run.err, !Contains("needs a GPU") && !Contains("no GPU") && !Contains("internal error"));
+  }
+}
+
 TEST_CASE("numbers on the command line: not a number or out of range is exit 2, before any device",
           "[tools][cli][hostile]") {
   const std::vector<std::vector<std::string>> calls = {
@@ -54,8 +65,6 @@ TEST_CASE("numbers on the command line: not a number or out of range is exit 2, 
       {"bench", "--warmup", "-1"},
       {"bench", "--checkpoint-every", "0"},
       {"bench", "--seed", "1e3"},
-      {"bench", "--no-state", "--pool"},
-      {"bench", "--no-state", "--pool-slots", "4096"},
       {"tune", "--iters", "12abc"},
       {"tune", "--timeout", "0"},
       {"selftest", "--timeout", "abc"},
