@@ -107,13 +107,12 @@ KernelRecipe wgmma_recurrence(std::int64_t c, GridKind grid) {
                                      {"checkpoint_empty", DType::u64, {{1}}}};
   if (persistent) {
     // a bf16 state through SMEM: state_in tiles (as many as the schedule
-    // declares, each the M tile's rows of 128 keys, padded) and state_out
-    buffers.insert(buffers.end(), {{"state_in", DType::bf16, {{1}, {0, 1}, {128}}},
-                                   {"state_out", DType::bf16, {{0, 1}, {128}}},
-                                   {"state_full", DType::u64, {{1}}},
-                                   {"state_empty", DType::u64, {{1}}},
-                                   {"state_out_full", DType::u64, {{1}}},
-                                   {"state_out_empty", DType::u64, {{1}}}});
+    // declares, at least two, each the M tile's rows of 128 keys, padded),
+    // an item's initial and final rows in one tile, three mbarriers a tile
+    buffers.insert(buffers.end(), {{"state_in", DType::bf16, {{2}, {0, 1}, {128}}},
+                                   {"state_full", DType::u64, {{2}}},
+                                   {"state_empty", DType::u64, {{2}}},
+                                   {"state_out_full", DType::u64, {{2}}}});
   }
   return {.role = KernelRole::recurrence,
           .fragment = persistent ? "wgmma/recurrence_persistent" : "wgmma/recurrence",

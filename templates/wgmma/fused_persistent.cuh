@@ -350,7 +350,7 @@ __device__ __forceinline__ void fused_persistent(const kda_plan::KdaParams& p) {
       mbarrier_init(tb.full + set, 1 + 32); // the first producer warp's lane 0, its lanes' copies
       mbarrier_init(tb.empty + set, 1);     // the prepare group
     }
-    init_persistent_barriers(smem); // ends with the fence that publishes the inits
+    init_persistent_barriers(p, smem); // ends with the fence that publishes the inits
   }
   __syncthreads(); // the last CTA-wide barrier: from here on the roles only meet at mbarriers
   wait_prior_grid(); // packed layouts: the sequence table is the chunk-offsets kernel's

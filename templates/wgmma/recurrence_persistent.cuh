@@ -14,19 +14,20 @@
 //           next items' records arrive while the MMA warps finish this one;
 //   producer warp 1: a bf16 state's rows into the state_in tiles (16-byte
 //           cp.async, coalesced: two rows per warp instruction) once the
-//           MMA warps have read the tile's previous item, then the V rows
-//           into the ring's slots;
+//           tile's previous item is done with it, then the V rows into the
+//           ring's slots;
 //   producer warp 2: the outputs; with an fp32 state, as it starts an item,
 //           its lane 0 also prefetches the next item's state rows into L2
 //           (cp.async.bulk.prefetch.L2), about one item before the MMA warps
 //           load them;
 //   producer warp 3: the checkpoint rows (lane 0, plans with checkpoints),
-//           then a bf16 state's final rows from state_out to the state
-//           (16-byte loads and stores, coalesced);
+//           then a bf16 state's final rows from the item's state_in tile
+//           to the state (16-byte loads and stores, coalesced);
 //   MMA warps: per item, the state (bf16: from its state_in tile by
 //           ldmatrix; fp32: from global memory, common/state_rows:
 //           load_state, an L2 hit once prefetched), the item's chunks, the
-//           state back (bf16: by stmatrix into state_out; fp32: store_state).
+//           state back (bf16: by stmatrix into the same tile; fp32:
+//           store_state).
 // A bf16 state moves through SMEM because an item of a few tokens is mostly
 // its state: the accumulator layout's own loads (2 bytes from each of 8 rows
 // per warp instruction) and stores (4 bytes) moved 4x and 2x the state's
@@ -85,19 +86,26 @@ __device__ __forceinline__ int free_ring_slot(u64* empty, i64 at) {
   return slot;
 }
 
-// A bf16 state travels through SMEM (state_in / state_out tiles); an fp32
-// state is loaded and stored from the MMA warps' registers directly.
+// A bf16 state travels through SMEM, an fp32 state is loaded and stored from
+// the MMA warps' registers directly. A bf16 state's item keeps one state_in
+// tile (item i: tile i mod k_state_tiles) from its initial state to its final
+// one: the MMA warps read their rows from it, and write their final rows back
+// into the same rows (each warp only its own 16), so staging a final state
+// never waits for the store of the item before (state_full: the initial rows
+// have arrived; state_out_full: the final rows are staged; state_empty: the
+// item is done with the tile, stored or read).
 constexpr bool k_state_in_smem = !kda_plan::STATE_FP32;
 constexpr int k_state_tile_pitch = 2 * kda_plan::recurrence::STATE_IN_PITCH; // bytes per staged row
 constexpr int k_state_tile_bytes = kda_plan::M_TILE * k_state_tile_pitch;
 constexpr int k_state_tiles = kda_plan::recurrence::STATE_IN_BYTES / k_state_tile_bytes;
 constexpr int k_state_row_parts = kda_plan::HEAD_DIM * 2 / 16; // 16-byte parts of a state row
-static_assert(kda_plan::recurrence::STATE_OUT_PITCH == kda_plan::recurrence::STATE_IN_PITCH &&
-                  k_state_tile_pitch % 16 == 0 && k_state_tile_pitch >= kda_plan::HEAD_DIM * 2,
+static_assert(k_state_tile_pitch % 16 == 0 && k_state_tile_pitch >= kda_plan::HEAD_DIM * 2,
               "state tiles of padded 16-byte-aligned rows");
-static_assert(k_state_tiles >= 1 && kda_plan::recurrence::STATE_FULL_BYTES == 8 * k_state_tiles &&
-                  kda_plan::recurrence::STATE_EMPTY_BYTES == 8 * k_state_tiles,
-              "one full and one empty mbarrier per state_in tile");
+static_assert(k_state_tiles >= 2 && kda_plan::recurrence::STATE_FULL_BYTES == 8 * k_state_tiles &&
+                  kda_plan::recurrence::STATE_EMPTY_BYTES == 8 * k_state_tiles &&
+                  kda_plan::recurrence::STATE_OUT_FULL_BYTES == 8 * k_state_tiles,
+              "at least two state tiles (one item's final rows stored while the next item's initial rows "
+              "arrive), each with its three mbarriers");
 static_assert(kda_plan::M_TILE == 16 * kda_plan::recurrence::MMA_WARPS, "16 value rows per MMA warp");
 
 // Address of state row `row` of work item w in the state tensor or pool (bytes).
@@ -209,9 +217,9 @@ __device__ __forceinline__ void produce_records_persistent(const kda_plan::KdaPa
 }
 
 // Producer warp 1 (every lane): for each of the CTA's items, a bf16 state's
-// rows into state_in tile i mod k_state_tiles once the MMA warps have read
-// the tile's previous item (STATES), then the V rows, each chunk's once its
-// slot is free (V). A kernel with a warp to spare gives the two to two warps.
+// rows into state_in tile i mod k_state_tiles once the tile's previous item
+// is done with it (STATES), then the V rows, each chunk's once its slot is
+// free (V). A kernel with a warp to spare gives the two to two warps.
 template <bool STATES = true, bool V = true>
 __device__ __forceinline__ void produce_v_persistent(const kda_plan::KdaParams& p, u8* smem, u64* full, u64* empty) {
   namespace R = kda_plan::recurrence;
@@ -269,9 +277,9 @@ __device__ __forceinline__ void produce_outputs_persistent(const kda_plan::KdaPa
 
 // Producer warp 3: for each of the CTA's items, its checkpoint rows (lane 0,
 // plans with checkpoints: their stores as in produce_checkpoints, the tile's
-// phases running on across items), then a bf16 state's final rows from
-// state_out once the MMA warps have staged them (every lane), then the tile
-// back to them.
+// phases running on across items), then a bf16 state's final rows from the
+// item's state tile once the MMA warps have staged them (every lane), then
+// the tile free for the item k_state_tiles later.
 template <class Params>
 __device__ __forceinline__ void produce_checkpoints_and_states(const Params& p, u8* smem) {
   namespace R = kda_plan::recurrence;
@@ -279,7 +287,7 @@ __device__ __forceinline__ void produce_checkpoints_and_states(const Params& p, 
   u64* const full = reinterpret_cast<u64*>(smem + R::CHECKPOINT_FULL_OFFSET);
   u64* const empty = reinterpret_cast<u64*>(smem + R::CHECKPOINT_EMPTY_OFFSET);
   u64* const state_out_full = reinterpret_cast<u64*>(smem + R::STATE_OUT_FULL_OFFSET);
-  u64* const state_out_empty = reinterpret_cast<u64*>(smem + R::STATE_OUT_EMPTY_OFFSET);
+  u64* const state_empty = reinterpret_cast<u64*>(smem + R::STATE_EMPTY_OFFSET);
   const int lane = threadIdx.x & 31;
   int row = 0;
   i64 local = 0; // the CTA's items so far
@@ -300,11 +308,12 @@ __device__ __forceinline__ void produce_checkpoints_and_states(const Params& p, 
       row += static_cast<int>((chunks + p.checkpoint_chunks - 1) / p.checkpoint_chunks);
     }
     if (k_state_in_smem && p.state_out != nullptr) {
-      mbarrier_wait(state_out_full, static_cast<u32>(local & 1));
-      store_state_tile(p, w, smem + R::STATE_OUT_OFFSET);
+      const int b = static_cast<int>(local % k_state_tiles);
+      mbarrier_wait(state_out_full + b, static_cast<u32>((local / k_state_tiles) & 1));
+      store_state_tile(p, w, smem + R::STATE_IN_OFFSET + b * k_state_tile_bytes);
       __syncwarp(); // every lane's loads of the tile have returned: its stores used them
       if (lane == 0) {
-        mbarrier_arrive(state_out_empty);
+        mbarrier_arrive(state_empty + b);
       }
     }
     ++local;
@@ -315,7 +324,9 @@ __device__ __forceinline__ void produce_checkpoints_and_states(const Params& p, 
 // barrier after which the roles only meet at mbarriers). A slot's full
 // barrier counts one arrival by whoever provides its record (the record
 // warp's expect_tx, or a fused kernel's prepare warp) and the V warp's lanes.
-__device__ __forceinline__ void init_persistent_barriers(u8* smem) {
+// A state tile is freed by the storing warp's lane 0 in calls with a final
+// state, else by the MMA warps once they have read it.
+__device__ __forceinline__ void init_persistent_barriers(const kda_plan::KdaParams& p, u8* smem) {
   namespace R = kda_plan::recurrence;
   constexpr int S = R::STAGES;
   constexpr int T = R::OUT_FULL_BYTES / 8; // output tiles
@@ -324,14 +335,12 @@ __device__ __forceinline__ void init_persistent_barriers(u8* smem) {
   u64* const state_full = reinterpret_cast<u64*>(smem + R::STATE_FULL_OFFSET);
   u64* const state_empty = reinterpret_cast<u64*>(smem + R::STATE_EMPTY_OFFSET);
   u64* const state_out_full = reinterpret_cast<u64*>(smem + R::STATE_OUT_FULL_OFFSET);
-  u64* const state_out_empty = reinterpret_cast<u64*>(smem + R::STATE_OUT_EMPTY_OFFSET);
   init_chunk_rings(chunk_rings(smem));
   for (int b = 0; b < k_state_tiles; ++b) {
     mbarrier_init(state_full + b, 32); // the state warp's lanes, once their cp.asyncs land
-    mbarrier_init(state_empty + b, R::MMA_WARPS);
+    mbarrier_init(state_empty + b, p.state_out != nullptr ? 1 : R::MMA_WARPS);
+    mbarrier_init(state_out_full + b, 32 * R::MMA_WARPS);
   }
-  mbarrier_init(state_out_full, 32 * R::MMA_WARPS);
-  mbarrier_init(state_out_empty, 1);
   mbarrier_init_fence();
 }
 
@@ -359,21 +368,21 @@ __device__ __forceinline__ void mma_items_persistent(const kda_plan::KdaParams& 
   u64* const state_full = reinterpret_cast<u64*>(smem + R::STATE_FULL_OFFSET);
   u64* const state_empty = reinterpret_cast<u64*>(smem + R::STATE_EMPTY_OFFSET);
   u64* const state_out_full = reinterpret_cast<u64*>(smem + R::STATE_OUT_FULL_OFFSET);
-  u64* const state_out_empty = reinterpret_cast<u64*>(smem + R::STATE_OUT_EMPTY_OFFSET);
   const int lane = threadIdx.x & 31;
   RingPosition ring{0, 0};
   i64 local = 0; // the CTA's items so far
   for_each_item<ItemLookup::inline_copy>(p, [&](i64, const RecurrenceWork& w, i64 chunks) {
     float acc[1][16][4];
+    const int b = static_cast<int>(local % k_state_tiles);
+    u8* const tile = smem + R::STATE_IN_OFFSET + b * k_state_tile_bytes;
     if (!k_state_in_smem || p.state_in == nullptr) {
       load_state(p, w.n, w.h, w.m0, acc); // fp32, or zeros without an initial state
     } else {
-      const int b = static_cast<int>(local % k_state_tiles);
       mbarrier_wait(state_full + b, static_cast<u32>((local / k_state_tiles) & 1));
-      state_from_tile(smem + R::STATE_IN_OFFSET + b * k_state_tile_bytes, acc);
+      state_from_tile(tile, acc);
       __syncwarp(); // the warp's ldmatrix reads are done
-      if (lane == 0) {
-        mbarrier_arrive(state_empty + b);
+      if (p.state_out == nullptr && lane == 0) {
+        mbarrier_arrive(state_empty + b); // no final state: the tile is free once read
       }
     }
     ring.row += mma_chunks(p, smem, acc, mma_lane(w.m0), chunks, ring);
@@ -382,11 +391,12 @@ __device__ __forceinline__ void mma_items_persistent(const kda_plan::KdaParams& 
       if (!k_state_in_smem) {
         store_state(p, w.n, w.h, w.m0, acc);
       } else {
-        if (local > 0) {
-          mbarrier_wait(state_out_empty, static_cast<u32>((local - 1) & 1));
+        if (p.state_in == nullptr && local >= k_state_tiles) {
+          // no initial rows arrived in the tile: wait for its previous item's store
+          mbarrier_wait(state_empty + b, static_cast<u32>((local / k_state_tiles - 1) & 1));
         }
-        state_to_tile(smem + R::STATE_OUT_OFFSET, acc);
-        mbarrier_arrive(state_out_full);
+        state_to_tile(tile, acc); // the warp's own rows, which it alone read
+        mbarrier_arrive(state_out_full + b);
       }
     }
     ++local;
@@ -405,7 +415,7 @@ __device__ __forceinline__ void recurrence_persistent(const kda_plan::KdaParams&
   }
   const int warp = threadIdx.x >> 5;
   if (threadIdx.x == 0) {
-    init_persistent_barriers(smem);
+    init_persistent_barriers(p, smem);
   }
   __syncthreads(); // the last CTA-wide barrier: from here on the roles only meet at mbarriers
   if (warp >= R::PRODUCER_FIRST_WARP) {
