@@ -216,6 +216,19 @@ struct CheckpointTensorMapPlan {
   int box_rows = 0;
 };
 
+/// TMA loads and stores of a bf16 state's tiles (plans of a family whose
+/// fragments move the state through SMEM by TMA, with a bf16 state): the
+/// launcher encodes one map of the call's state memory per call (the initial
+/// state or its pool, updated in place, else the final state), viewing it as
+/// slots of [heads x 128 value rows][128 keys] bf16 with boxes of `box_cols`
+/// keys x `box_rows` value rows (the CTA's M tile) and the 128-byte swizzle
+/// (compiler/encodings/tensor_map.hpp: swizzled_state_slots_tensor_map). The
+/// ABI carries it as tma_state.
+struct StateTensorMapPlan {
+  int box_cols = 0;
+  int box_rows = 0;
+};
+
 /// The LLVM tier's token-recurrent kernel (family `token`, backend llvm):
 /// what compiler/ir/token_kernel writes as IR. Its one entry takes the plan's
 /// ArgAbi struct by value like every CUDA entry; its dynamic SMEM is the
@@ -299,6 +312,7 @@ struct KernelPlan {
   std::optional<UmmaPlan> umma; ///< tcgen05 designs (and their sm_90a proxy)
   std::optional<TileTensorMapPlan> tile_tensor_maps; ///< whole chunks loaded with TMA
   std::optional<CheckpointTensorMapPlan> checkpoint_tensor_map; ///< checkpoint rows stored with TMA
+  std::optional<StateTensorMapPlan> state_tensor_map;           ///< a bf16 state's tiles moved by TMA
   PlanFeatures features; ///< what calls of this plan may ask (see PlanFeatures)
   std::optional<TokenKernelPlan> token; ///< the llvm backend's kernel
 };

@@ -31,7 +31,8 @@ KernelPlan lower(const ValidatedSchedule& v, const ShapeKey& shape) {
   plan.umma = plan_umma(v, recipe);
   plan.tile_tensor_maps = plan_tile_tensor_maps(v, recipe);
   plan.checkpoint_tensor_map = plan_checkpoint_tensor_map(v, recipe, plan.features);
-  plan.abi = plan_arg_abi(plan.tile_tensor_maps, plan.checkpoint_tensor_map);
+  plan.state_tensor_map = plan_state_tensor_map(v, recipe, shape);
+  plan.abi = plan_arg_abi(plan.tile_tensor_maps, plan.checkpoint_tensor_map, plan.state_tensor_map);
   plan.workspace = plan_workspace(recipe);
   if (plan.umma && plan.umma->proxy) {
     plan.workspace.cta_scratch_bytes = plan.umma->tmem_image_bytes; // the proxy's per-CTA TMEM image

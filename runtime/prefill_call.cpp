@@ -115,6 +115,27 @@ void set_checkpoint_tensor_map(const CheckpointTensorMapPlan& map, ArgSlot slot,
   values.set(slot, runtime::encode_tensor_map(r, "tma_checkpoints"));
 }
 
+// The TMA tensor map of a plan that moves a bf16 state's tiles with TMA
+// (KernelPlan::state_tensor_map): the call's state memory, which its kernels
+// read and update in place (the initial state or its pool; without one, the
+// final state), as slots of [H x 128 value rows][128 keys] state_slot_stride
+// elements apart, encoded per call. A call without a state: a zero map, never
+// read.
+void set_state_tensor_map(const StateTensorMapPlan& map, ArgSlot slot, const KernelPlan& plan, const ProblemShape& p,
+                          const PrefillArgs& args, const CallBuffers& b, ArgValues& values) {
+  const std::int64_t slots = p.state_pool ? args.initial_state.shape[0] : p.num_seqs;
+  if (b.state_out == nullptr || slots == 0) {
+    values.set(slot, TensorMapValue{});
+    return;
+  }
+  const auto d = static_cast<std::uint32_t>(plan.tiles.head_dim);
+  const TensorMapRequest r = swizzled_state_slots_tensor_map(
+      reinterpret_cast<std::uint64_t>(b.state_out), TmaDataType::bf16, static_cast<std::uint64_t>(slots),
+      static_cast<std::uint64_t>(p.heads), d, static_cast<std::uint64_t>(p.state_slot_stride),
+      static_cast<std::uint32_t>(map.box_cols), static_cast<std::uint32_t>(map.box_rows));
+  values.set(slot, runtime::encode_tensor_map(r, "tma_state"));
+}
+
 const EntryPlan* entry_with_role(const KernelPlan& plan, KernelRole role) {
   for (const EntryPlan& e : plan.entries) {
     if (e.role == role) {
@@ -528,6 +549,9 @@ CallFields call_fields(const KernelPlan& plan) {
   if (plan.checkpoint_tensor_map) {
     f.checkpoint_map = slot("tma_checkpoints");
   }
+  if (plan.state_tensor_map) {
+    f.state_map = slot("tma_state");
+  }
   return f;
 }
 
@@ -550,6 +574,9 @@ void set_call_values(ArgValues& values, const CallFields& f, const KernelPlan& p
   }
   if (plan.checkpoint_tensor_map) {
     set_checkpoint_tensor_map(*plan.checkpoint_tensor_map, f.checkpoint_map, plan, args, values);
+  }
+  if (plan.state_tensor_map) {
+    set_state_tensor_map(*plan.state_tensor_map, f.state_map, plan, p, args, b, values);
   }
 }
 

@@ -99,6 +99,7 @@ struct CallFields {
   ArgSlot prepare_streams; ///< the split's (runtime/prepare_overlap)
   std::vector<TensorMapField> tensor_maps; ///< plans that load with TMA (KernelPlan::tile_tensor_maps)
   ArgSlot checkpoint_map; ///< plans that store checkpoint rows with TMA (KernelPlan::checkpoint_tensor_map)
+  ArgSlot state_map;      ///< plans that move a bf16 state's tiles with TMA (KernelPlan::state_tensor_map)
 };
 CallFields call_fields(const KernelPlan& plan);
 

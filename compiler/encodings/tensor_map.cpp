@@ -201,4 +201,13 @@ TensorMapRequest swizzled_matrix_stack_tensor_map(std::uint64_t address, TmaData
   return dense_rank3_tensor_map(address, dtype, {cols, rows, matrices}, {box_cols, box_rows, 1}, TmaSwizzle::b128);
 }
 
+TensorMapRequest swizzled_state_slots_tensor_map(std::uint64_t address, TmaDataType dtype, std::uint64_t slots,
+                                                 std::uint64_t heads, std::uint32_t head_dim, std::uint64_t slot_stride,
+                                                 std::uint32_t box_cols, std::uint32_t box_rows) {
+  TensorMapRequest r =
+      dense_rank3_tensor_map(address, dtype, {head_dim, heads * head_dim, slots}, {box_cols, box_rows, 1}, TmaSwizzle::b128);
+  r.global_strides[1] = slot_stride * tma_element_bytes(dtype);
+  return r;
+}
+
 } // namespace kda

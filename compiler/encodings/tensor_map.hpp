@@ -74,4 +74,15 @@ TensorMapRequest swizzled_matrix_stack_tensor_map(std::uint64_t address, TmaData
                                                   std::uint32_t rows, std::uint32_t cols, std::uint32_t box_cols,
                                                   std::uint32_t box_rows);
 
+/// The recurrent states of a call in their slots (a [slots][heads][head_dim]
+/// [head_dim] state tensor, or a pool whose slots lie `slot_stride` elements
+/// apart, a multiple of 16 bytes at least heads x head_dim x head_dim), in
+/// boxes of `box_cols` keys x `box_rows` value rows of one head's state with
+/// the 128-byte swizzle: rank 3 (keys, heads x value rows, slots), box
+/// (box_cols, box_rows, 1), the box at (key k, value row h head_dim + m,
+/// slot s); the SMEM image laid out as for swizzled_rows_tensor_map.
+TensorMapRequest swizzled_state_slots_tensor_map(std::uint64_t address, TmaDataType dtype, std::uint64_t slots,
+                                                 std::uint64_t heads, std::uint32_t head_dim, std::uint64_t slot_stride,
+                                                 std::uint32_t box_cols, std::uint32_t box_rows);
+
 } // namespace kda

@@ -107,9 +107,10 @@ KernelRecipe wgmma_recurrence(std::int64_t c, GridKind grid) {
                                      {"checkpoint_empty", DType::u64, {{1}}}};
   if (persistent) {
     // a bf16 state through SMEM: state_in tiles (as many as the schedule
-    // declares, at least two, each the M tile's rows of 128 keys, padded),
-    // an item's initial and final rows in one tile, three mbarriers a tile
-    buffers.insert(buffers.end(), {{"state_in", DType::bf16, {{2}, {0, 1}, {128}}},
+    // declares, at least two, each two TMA boxes of the M tile's rows of 64
+    // keys, 128-byte swizzled), an item's initial and final rows in one
+    // tile, three mbarriers a tile
+    buffers.insert(buffers.end(), {{"state_in", DType::bf16, {{2}, {2}, {0, 1}, {64}}},
                                    {"state_full", DType::u64, {{2}}},
                                    {"state_empty", DType::u64, {{2}}},
                                    {"state_out_full", DType::u64, {{2}}}});
@@ -164,6 +165,7 @@ FamilyRecipe wgmma_c16_recipe(const std::string& name, GridKind grid) {
       .inverse_block = 16,
       .mqk_diagonal = MqkDiagonal::operands,
       .checkpoint_tensor_map_cols = 64,
+      .state_tensor_map_cols = grid == GridKind::persistent ? 64 : 0, // wgmma/recurrence_persistent's state tiles
       // pools in common/state_rows, checkpoints in wgmma/recurrence (TMA stores), seq_order in
       // recurrence_pair (common/sequences; the persistent grid's items follow its order)
       .features = {.state_pool = true, .seq_order = true, .checkpoints = true},
@@ -221,6 +223,7 @@ FamilyRecipe wgmma_c32_recipe(const std::string& name, GridKind grid) {
       .prepare_overlap = true,
       .mqk_diagonal = MqkDiagonal::raw_rows, // Qda and Ki are bf16: the diagonal from the raw rows
       .checkpoint_tensor_map_cols = 64,
+      .state_tensor_map_cols = grid == GridKind::persistent ? 64 : 0, // wgmma/recurrence_persistent's state tiles
       .features = {.state_pool = true, .seq_order = true, .checkpoints = true},
   };
 }

@@ -108,6 +108,10 @@ struct FamilyRecipe {
   /// 128-byte swizzle; the box's rows are the M tile); 0: its fragments store
   /// the rows with plain stores.
   int checkpoint_tensor_map_cols = 0;
+  /// Keys per TMA box of a bf16 state's tiles, loaded and stored by TMA (128
+  /// B of bf16, the 128-byte swizzle; the box's rows are the M tile); 0: its
+  /// fragments move the state otherwise.
+  int state_tensor_map_cols = 0;
   /// The caller features its fragments implement (a schedule may offer only these).
   PlanFeatures features;
 };

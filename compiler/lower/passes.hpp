@@ -50,9 +50,11 @@ void plan_launch(const ValidatedSchedule& schedule, const FamilyRecipe& recipe, 
 int entry_registers(const KernelDecl& kernel);
 
 /// `tensor_maps`: the plan loads with TMA and takes its tensor maps (v3);
-/// `checkpoint_map`: it stores checkpoint rows with TMA (tma_checkpoints).
+/// `checkpoint_map`: it stores checkpoint rows with TMA (tma_checkpoints);
+/// `state_map`: it moves a bf16 state's tiles with TMA (tma_state).
 ArgAbi plan_arg_abi(const std::optional<TileTensorMapPlan>& tensor_maps = std::nullopt,
-                    const std::optional<CheckpointTensorMapPlan>& checkpoint_map = std::nullopt);
+                    const std::optional<CheckpointTensorMapPlan>& checkpoint_map = std::nullopt,
+                    const std::optional<StateTensorMapPlan>& state_map = std::nullopt);
 
 /// The TMA tensor maps of a family that loads whole chunks with TMA (nothing
 /// for a family that copies rows with cp.async).
@@ -63,6 +65,12 @@ std::optional<TileTensorMapPlan> plan_tile_tensor_maps(const ValidatedSchedule& 
 std::optional<CheckpointTensorMapPlan> plan_checkpoint_tensor_map(const ValidatedSchedule& schedule,
                                                                   const FamilyRecipe& recipe,
                                                                   const PlanFeatures& features);
+
+/// The state's TMA tensor map: only when the family moves a state's tiles by
+/// TMA and the shape key's state is bf16 (an fp32 state never goes through
+/// SMEM).
+std::optional<StateTensorMapPlan> plan_state_tensor_map(const ValidatedSchedule& schedule, const FamilyRecipe& recipe,
+                                                        const ShapeKey& shape);
 
 /// The caller features the plan's kernels take: what the schedule's
 /// eligibility offers, which the family's generator must implement

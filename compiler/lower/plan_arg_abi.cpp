@@ -80,7 +80,8 @@ const ArgField* ArgAbi::find(const std::string& name) const {
 }
 
 ArgAbi plan_arg_abi(const std::optional<TileTensorMapPlan>& tensor_maps,
-                    const std::optional<CheckpointTensorMapPlan>& checkpoint_map) {
+                    const std::optional<CheckpointTensorMapPlan>& checkpoint_map,
+                    const std::optional<StateTensorMapPlan>& state_map) {
   ArgAbi abi;
   std::int64_t offset = 0;
   auto add = [&](const std::string& name, ArgType type, const std::string& c_type) {
@@ -104,6 +105,9 @@ ArgAbi plan_arg_abi(const std::optional<TileTensorMapPlan>& tensor_maps,
   }
   if (checkpoint_map) {
     add("tma_checkpoints", ArgType::tensor_map, "kda::TensorMapBytes");
+  }
+  if (state_map) {
+    add("tma_state", ArgType::tensor_map, "kda::TensorMapBytes");
   }
   abi.size = (offset + abi.alignment - 1) / abi.alignment * abi.alignment;
   return abi;

@@ -1,8 +1,8 @@
 // kdajit fragment: common/async_copy
 // sm_90+ asynchronous copies and their barriers: mbarriers with transaction
 // counts, bulk copies global -> shared (cp.async.bulk, the TMA unit without
-// a tensor map), tensor stores shared -> global (cp.async.bulk.tensor with a
-// bulk group), the proxy fence between SMEM writes and the async proxy, and
+// a tensor map), tensor loads global -> shared and tensor stores shared ->
+// global (cp.async.bulk.tensor, counted on an mbarrier or in a bulk group), the proxy fence between SMEM writes and the async proxy, and
 // shared-memory matrix descriptors whose constant fields come from the plan
 // (kda_plan::WS_*_DESC) and whose address is added here. PTX ISA 9.7.13.15
 // (mbarrier), 9.7.9.25 (cp.async.bulk, cp.async.bulk.tensor,
@@ -53,6 +53,16 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
                    smem_address(dst)),
                "l"(src), "r"(bytes), "r"(smem_address(bar))
+               : "memory");
+}
+
+// The TMA box at coordinates (x, y, z) of a rank-3 tensor map into `dst` (its
+// SMEM image, laid out as the map's swizzle says), its bytes counted on `bar`
+// (the map is a kernel parameter).
+__device__ __forceinline__ void tma_load_box_3d(void* dst, const TensorMapBytes& map, int x, int y, int z, u64* bar) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+               "[%5];" ::"r"(smem_address(dst)),
+               "l"(&map), "r"(x), "r"(y), "r"(z), "r"(smem_address(bar))
                : "memory");
 }
 

@@ -36,10 +36,7 @@ __device__ __forceinline__ int narrow_at(int row, int k) {
 // One TMA box (64 columns x C rows of head h from token row `row`) into `dst`,
 // counted on `bar` (PTX ISA, cp.async.bulk.tensor; the map is a kernel parameter).
 __device__ __forceinline__ void tma_load_box(void* dst, const TensorMapBytes& map, int col, int h, i64 row, u64* bar) {
-  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
-               "[%5];" ::"r"(smem_address(dst)),
-               "l"(&map), "r"(col), "r"(h), "r"(static_cast<int>(row)), "r"(smem_address(bar))
-               : "memory");
+  tma_load_box_3d(dst, map, col, h, static_cast<int>(row), bar);
 }
 
 // A [C][128] tile of x (rows row0 .. of head h) into `tile` and one arrival

@@ -341,12 +341,17 @@ __device__ __forceinline__ void compute_chunk_offsets(const kda_plan::KdaParams&
   }
 }
 
-// Where the state of (sequence n, head h) starts (elements): slot n of the
-// state tensor, or slot state_indices[n] of a pool (a caller contract: unique
-// and in range); slots state_slot_stride elements apart.
+// The slot of sequence n's state: n in the state tensor, or state_indices[n]
+// of a pool (a caller contract: unique and in range).
+__device__ __forceinline__ i64 state_slot(const kda_plan::KdaParams& p, int n) {
+  return p.state_indices != nullptr ? static_cast<i64>(p.state_indices[n]) : static_cast<i64>(n);
+}
+
+// Where the state of (sequence n, head h) starts (elements): slots
+// state_slot_stride elements apart.
+
 __device__ __forceinline__ i64 state_base(const kda_plan::KdaParams& p, int n, int h) {
-  const i64 slot = p.state_indices != nullptr ? static_cast<i64>(p.state_indices[n]) : static_cast<i64>(n);
-  return slot * p.state_slot_stride + static_cast<i64>(h) * kda_plan::HEAD_DIM * kda_plan::HEAD_DIM;
+  return state_slot(p, n) * p.state_slot_stride + static_cast<i64>(h) * kda_plan::HEAD_DIM * kda_plan::HEAD_DIM;
 }
 
 // Native checkpoints (plans with kda_plan::CHECKPOINTS): the state before

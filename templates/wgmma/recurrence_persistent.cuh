@@ -12,17 +12,16 @@
 // items in the same order and carries its ring position from item to item:
 //   producer warp 0, lane 0: the records into the STAGES-slot ring, so the
 //           next items' records arrive while the MMA warps finish this one;
-//   producer warp 1: a bf16 state's rows into the state_in tiles (16-byte
-//           cp.async, coalesced: two rows per warp instruction) once the
-//           tile's previous item is done with it, then the V rows into the
-//           ring's slots;
+//   producer warp 1: a bf16 state's rows into the state_in tiles (lane 0,
+//           two TMA tensor loads) once the tile's previous item is done
+//           with it, then the V rows into the ring's slots;
 //   producer warp 2: the outputs; with an fp32 state, as it starts an item,
 //           its lane 0 also prefetches the next item's state rows into L2
 //           (cp.async.bulk.prefetch.L2), about one item before the MMA warps
 //           load them;
 //   producer warp 3: the checkpoint rows (lane 0, plans with checkpoints),
 //           then a bf16 state's final rows from the item's state_in tile
-//           to the state (16-byte loads and stores, coalesced);
+//           to the state (lane 0, two TMA tensor stores);
 //   MMA warps: per item, the state (bf16: from its state_in tile by
 //           ldmatrix; fp32: from global memory, common/state_rows:
 //           load_state, an L2 hit once prefetched), the item's chunks, the
@@ -93,14 +92,18 @@ __device__ __forceinline__ int free_ring_slot(u64* empty, i64 at) {
 // into the same rows (each warp only its own 16), so staging a final state
 // never waits for the store of the item before (state_full: the initial rows
 // have arrived; state_out_full: the final rows are staged; state_empty: the
-// item is done with the tile, stored or read).
+// item is done with the tile, stored or read). A tile is the SMEM image of two
+// TMA boxes of the M tile's value rows, keys 0 .. 63 and 64 .. 127, each row
+// 128 bytes with the 128-byte swizzle (16-byte piece q of row r at piece
+// q ^ (r mod 8)), box 0 first: the TMA engine loads and stores it (map
+// tma_state, one lane issuing two copies), off the warps' load and store
+// path, as the checkpoint rows are stored.
 constexpr bool k_state_in_smem = !kda_plan::STATE_FP32;
-constexpr int k_state_tile_pitch = 2 * kda_plan::recurrence::STATE_IN_PITCH; // bytes per staged row
-constexpr int k_state_tile_bytes = kda_plan::M_TILE * k_state_tile_pitch;
+constexpr int k_state_box_bytes = kda_plan::M_TILE * 128;
+constexpr int k_state_tile_bytes = 2 * k_state_box_bytes;
 constexpr int k_state_tiles = kda_plan::recurrence::STATE_IN_BYTES / k_state_tile_bytes;
-constexpr int k_state_row_parts = kda_plan::HEAD_DIM * 2 / 16; // 16-byte parts of a state row
-static_assert(k_state_tile_pitch % 16 == 0 && k_state_tile_pitch >= kda_plan::HEAD_DIM * 2,
-              "state tiles of padded 16-byte-aligned rows");
+static_assert(kda_plan::HEAD_DIM == 128 && kda_plan::recurrence::STATE_IN_OFFSET % 1024 == 0,
+              "state tiles of two 64-key boxes, 1024-byte aligned for the 128-byte swizzle");
 static_assert(k_state_tiles >= 2 && kda_plan::recurrence::STATE_FULL_BYTES == 8 * k_state_tiles &&
                   kda_plan::recurrence::STATE_EMPTY_BYTES == 8 * k_state_tiles &&
                   kda_plan::recurrence::STATE_OUT_FULL_BYTES == 8 * k_state_tiles,
@@ -108,26 +111,17 @@ static_assert(k_state_tiles >= 2 && kda_plan::recurrence::STATE_FULL_BYTES == 8 
               "arrive), each with its three mbarriers");
 static_assert(kda_plan::M_TILE == 16 * kda_plan::recurrence::MMA_WARPS, "16 value rows per MMA warp");
 
-// Address of state row `row` of work item w in the state tensor or pool (bytes).
-__device__ __forceinline__ i64 state_row_byte(const kda_plan::KdaParams& p, const RecurrenceWork& w, int row) {
-  return 2 * (state_base(p, w.n, w.h) + static_cast<i64>(w.m0 + row) * kda_plan::HEAD_DIM);
-}
-
-// Producer warp 1 (every lane): item w's bf16 state rows m0 .. m0 + M_TILE
-// into `tile`, 16-byte cp.asyncs (lane l takes parts l, l + 32, ...: two
-// rows per warp instruction), each lane's completion one arrival on `full`.
-__device__ __forceinline__ void load_state_tile(const kda_plan::KdaParams& p, const RecurrenceWork& w, u8* tile,
-                                                u64* full) {
-  const int lane = threadIdx.x & 31;
-  const u8* const state = static_cast<const u8*>(p.state_in);
-  const u8* const src = state + state_row_byte(p, w, 0);
-#pragma unroll 8
-  for (int at = lane; at < kda_plan::M_TILE * k_state_row_parts; at += 32) {
-    const int row = at / k_state_row_parts;
-    const int part = at % k_state_row_parts;
-    cp_async_16(tile + row * k_state_tile_pitch + 16 * part, src + row * (2 * kda_plan::HEAD_DIM) + 16 * part, true);
-  }
-  cp_async_arrive_noinc(full);
+// Producer warp 1, lane 0: item w's bf16 state rows m0 .. m0 + M_TILE into
+// `tile`, two TMA tensor loads (keys 0 .. 63, 64 .. 127 of value rows
+// h 128 + m0 .. of the item's slot) whose bytes `full` expects. A template so
+// that plans without tma_state (an fp32 state) never instantiate it.
+template <class Params>
+__device__ __forceinline__ void load_state_tile(const Params& p, const RecurrenceWork& w, u8* tile, u64* full) {
+  const int row = w.h * kda_plan::HEAD_DIM + w.m0;
+  const int slot = static_cast<int>(state_slot(p, w.n));
+  mbarrier_arrive_expect_tx(full, k_state_tile_bytes);
+  tma_load_box_3d(tile, p.tma_state, 0, row, slot, full);
+  tma_load_box_3d(tile + k_state_box_bytes, p.tma_state, 64, row, slot, full);
 }
 
 // Two bf16 values (low half first) as floats, by cvt.f32.bf16: float-typed
@@ -139,6 +133,18 @@ __device__ __forceinline__ void unpack_bf16x2(u32 pair, float& lo, float& hi) {
   asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.f32.bf16 %0, l;\ncvt.f32.bf16 %1, h;\n}" : "=f"(lo), "=f"(hi) : "r"(pair));
 }
 
+// Where lane `lane` of MMA warp `warp` points ldmatrix / stmatrix matrix pair
+// np of its 16 rows in a swizzled state tile: matrix j = lane / 8 of an x4 at
+// rows 16 warp + 8 (j % 2) + lane % 8, keys 16 np + 8 (j / 2), i.e. 16-byte
+// piece q = 2 np + j / 2 of the row, in box q / 8 at piece (q mod 8) ^ (row
+// mod 8) (row mod 8 = lane mod 8; the swizzle puts a matrix's 8 rows in
+// distinct banks).
+__device__ __forceinline__ int state_tile_at(int warp, int lane, int np) {
+  const int row = 16 * warp + (lane & 7) + 8 * ((lane >> 3) & 1);
+  const int q = 2 * np + (lane >> 4);
+  return (q >> 3) * k_state_box_bytes + row * 128 + 16 * ((q & 7) ^ (lane & 7));
+}
+
 // An MMA warp: its 16 rows of a staged bf16 state into fp32 accumulators
 // (common/state_rows' layout: rows 16 warp + g and + 8, keys 8 nt + 2t, + 1),
 // four 8x8 matrices per ldmatrix: (rows + 0, keys 8 nt), (rows + 8, 8 nt),
@@ -146,11 +152,10 @@ __device__ __forceinline__ void unpack_bf16x2(u32 pair, float& lo, float& hi) {
 __device__ __forceinline__ void state_from_tile(const u8* tile, float (&acc)[1][16][4]) {
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
-  const u8* const row = tile + (16 * warp + (lane & 7) + 8 * ((lane >> 3) & 1)) * k_state_tile_pitch + 16 * (lane >> 4);
 #pragma unroll
   for (int np = 0; np < 8; ++np) {
     u32 r[4];
-    ldmatrix_x4(r, row + 32 * np);
+    ldmatrix_x4(r, tile + state_tile_at(warp, lane, np));
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       float* const e = &acc[0][2 * np + (j >> 1)][2 * (j & 1)];
@@ -160,11 +165,11 @@ __device__ __forceinline__ void state_from_tile(const u8* tile, float (&acc)[1][
 }
 
 // An MMA warp: its 16 rows of the fp32 state as bf16 into `tile` (the inverse
-// of state_from_tile, by stmatrix).
+// of state_from_tile, by stmatrix), then each lane fences its writes for the
+// async proxy (the TMA stores read them).
 __device__ __forceinline__ void state_to_tile(u8* tile, const float (&acc)[1][16][4]) {
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
-  u8* const row = tile + (16 * warp + (lane & 7) + 8 * ((lane >> 3) & 1)) * k_state_tile_pitch + 16 * (lane >> 4);
 #pragma unroll
   for (int np = 0; np < 8; ++np) {
     u32 r[4];
@@ -173,23 +178,23 @@ __device__ __forceinline__ void state_to_tile(u8* tile, const float (&acc)[1][16
       const float* const e = &acc[0][2 * np + (j >> 1)][2 * (j & 1)];
       r[j] = pack_bf16x2(e[0], e[1]);
     }
-    stmatrix_x4(row + 32 * np, r);
+    stmatrix_x4(tile + state_tile_at(warp, lane, np), r);
   }
+  fence_async_shared();
 }
 
-// Producer warp 3 (every lane): item w's final bf16 state rows from `tile`
-// to the state, 16-byte loads and stores (lane l takes parts l, l + 32, ...).
-__device__ __forceinline__ void store_state_tile(const kda_plan::KdaParams& p, const RecurrenceWork& w,
-                                                 const u8* tile) {
-  const int lane = threadIdx.x & 31;
-  u8* const dst = static_cast<u8*>(p.state_out) + state_row_byte(p, w, 0);
-#pragma unroll 4 // four 16-byte pieces in flight: the warp has 48 registers
-  for (int at = lane; at < kda_plan::M_TILE * k_state_row_parts; at += 32) {
-    const int row = at / k_state_row_parts;
-    const int part = at % k_state_row_parts;
-    *reinterpret_cast<uint4*>(dst + row * (2 * kda_plan::HEAD_DIM) + 16 * part) =
-        *reinterpret_cast<const uint4*>(tile + row * k_state_tile_pitch + 16 * part);
-  }
+// Producer warp 3, lane 0: item w's final bf16 state rows from `tile` to the
+// state, two TMA tensor stores (the map of load_state_tile), then once they
+// have read the tile it is free for the item k_state_tiles later. A template
+// as load_state_tile.
+template <class Params>
+__device__ __forceinline__ void store_state_tile(const Params& p, const RecurrenceWork& w, const u8* tile, u64* empty) {
+  const int row = w.h * kda_plan::HEAD_DIM + w.m0;
+  const int slot = static_cast<int>(state_slot(p, w.n));
+  tma_store_box_3d(tile, p.tma_state, 0, row, slot);
+  tma_store_box_3d(tile + k_state_box_bytes, p.tma_state, 64, row, slot);
+  bulk_stores_wait_read();
+  mbarrier_arrive(empty);
 }
 
 // Producer warp 0: the records of the CTA's items, lane 0 issuing them
@@ -218,22 +223,26 @@ __device__ __forceinline__ void produce_records_persistent(const kda_plan::KdaPa
 
 // Producer warp 1 (every lane): for each of the CTA's items, a bf16 state's
 // rows into state_in tile i mod k_state_tiles once the tile's previous item
-// is done with it (STATES), then the V rows, each chunk's once its slot is
-// free (V). A kernel with a warp to spare gives the two to two warps.
-template <bool STATES = true, bool V = true>
-__device__ __forceinline__ void produce_v_persistent(const kda_plan::KdaParams& p, u8* smem, u64* full, u64* empty) {
+// is done with it (STATES; lane 0 issues the TMA loads), then the V rows,
+// each chunk's once its slot is free (V). A kernel with a warp to spare gives
+// the two to two warps.
+template <bool STATES = true, bool V = true, class Params>
+__device__ __forceinline__ void produce_v_persistent(const Params& p, u8* smem, u64* full, u64* empty) {
   namespace R = kda_plan::recurrence;
   u64* const state_full = reinterpret_cast<u64*>(smem + R::STATE_FULL_OFFSET);
   u64* const state_empty = reinterpret_cast<u64*>(smem + R::STATE_EMPTY_OFFSET);
+  const int lane = threadIdx.x & 31;
   i64 ring = 0;
   i64 local = 0; // the CTA's items so far
   for_each_item<ItemLookup::out_of_line>(p, [&](i64, const RecurrenceWork& w, i64 chunks) {
-    if (STATES && k_state_in_smem && p.state_in != nullptr) {
-      const int b = static_cast<int>(local % k_state_tiles);
-      if (local >= k_state_tiles) {
-        mbarrier_wait(state_empty + b, static_cast<u32>((local / k_state_tiles - 1) & 1));
+    if constexpr (STATES && k_state_in_smem) { // plans with an fp32 state have no tma_state
+      if (p.state_in != nullptr && lane == 0) {
+        const int b = static_cast<int>(local % k_state_tiles);
+        if (local >= k_state_tiles) {
+          mbarrier_wait(state_empty + b, static_cast<u32>((local / k_state_tiles - 1) & 1));
+        }
+        load_state_tile(p, w, smem + R::STATE_IN_OFFSET + b * k_state_tile_bytes, state_full + b);
       }
-      load_state_tile(p, w, smem + R::STATE_IN_OFFSET + b * k_state_tile_bytes, state_full + b);
     }
     ++local;
     if (V) {
@@ -278,8 +287,8 @@ __device__ __forceinline__ void produce_outputs_persistent(const kda_plan::KdaPa
 // Producer warp 3: for each of the CTA's items, its checkpoint rows (lane 0,
 // plans with checkpoints: their stores as in produce_checkpoints, the tile's
 // phases running on across items), then a bf16 state's final rows from the
-// item's state tile once the MMA warps have staged them (every lane), then
-// the tile free for the item k_state_tiles later.
+// item's state tile once the MMA warps have staged them (lane 0, two TMA
+// stores), then the tile free for the item k_state_tiles later.
 template <class Params>
 __device__ __forceinline__ void produce_checkpoints_and_states(const Params& p, u8* smem) {
   namespace R = kda_plan::recurrence;
@@ -307,13 +316,11 @@ __device__ __forceinline__ void produce_checkpoints_and_states(const Params& p, 
       __syncwarp();
       row += static_cast<int>((chunks + p.checkpoint_chunks - 1) / p.checkpoint_chunks);
     }
-    if (k_state_in_smem && p.state_out != nullptr) {
-      const int b = static_cast<int>(local % k_state_tiles);
-      mbarrier_wait(state_out_full + b, static_cast<u32>((local / k_state_tiles) & 1));
-      store_state_tile(p, w, smem + R::STATE_IN_OFFSET + b * k_state_tile_bytes);
-      __syncwarp(); // every lane's loads of the tile have returned: its stores used them
-      if (lane == 0) {
-        mbarrier_arrive(state_empty + b);
+    if constexpr (k_state_in_smem) { // plans with an fp32 state have no tma_state
+      if (p.state_out != nullptr && lane == 0) {
+        const int b = static_cast<int>(local % k_state_tiles);
+        mbarrier_wait(state_out_full + b, static_cast<u32>((local / k_state_tiles) & 1));
+        store_state_tile(p, w, smem + R::STATE_IN_OFFSET + b * k_state_tile_bytes, state_empty + b);
       }
     }
     ++local;
@@ -337,7 +344,7 @@ __device__ __forceinline__ void init_persistent_barriers(const kda_plan::KdaPara
   u64* const state_out_full = reinterpret_cast<u64*>(smem + R::STATE_OUT_FULL_OFFSET);
   init_chunk_rings(chunk_rings(smem));
   for (int b = 0; b < k_state_tiles; ++b) {
-    mbarrier_init(state_full + b, 32); // the state warp's lanes, once their cp.asyncs land
+    mbarrier_init(state_full + b, 1); // the state warp's lane 0 with the TMA loads' bytes
     mbarrier_init(state_empty + b, p.state_out != nullptr ? 1 : R::MMA_WARPS);
     mbarrier_init(state_out_full + b, 32 * R::MMA_WARPS);
   }

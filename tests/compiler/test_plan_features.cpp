@@ -158,3 +158,32 @@ TEST_CASE("plan features: wgmma plans with checkpoints store the rows through a 
   const ValidatedSchedule portable = validate(test::shipped_schedule("portable_c16"), test::target_named("sm_90"));
   CHECK_FALSE(lower(portable, with_checkpoints(LayoutKind::fixed)).checkpoint_tensor_map);
 }
+
+TEST_CASE("plan features: persistent wgmma plans with a bf16 state move its tiles through a TMA tensor map",
+          "[compiler][lower][contract]") {
+  const auto field = [](const KernelPlan& p, const std::string& name) {
+    return std::any_of(p.abi.fields.begin(), p.abi.fields.end(), [&](const ArgField& f) { return f.name == name; });
+  };
+  for (const char* name :
+       {"sm90_wgmma_c16_persistent", "sm90_wgmma_c32_persistent", "sm90_wgmma_c32_split", "sm90_wgmma_c16_fused"}) {
+    INFO(name);
+    const ValidatedSchedule v = validate(test::shipped_schedule(name), test::target_named("sm_90a"));
+    ShapeKey bf16_state;
+    bf16_state.layout = LayoutKind::packed;
+    ShapeKey fp32_state = bf16_state;
+    fp32_state.state_dtype = StatePrecision::fp32;
+    const KernelPlan with_bf16 = lower(v, bf16_state);
+    REQUIRE(with_bf16.state_tensor_map);
+    CHECK(with_bf16.state_tensor_map->box_cols == 64); // 128 B of bf16: the 128-byte swizzle span
+    CHECK(with_bf16.state_tensor_map->box_rows == 128);
+    CHECK(field(with_bf16, "tma_state"));
+    CHECK(with_bf16.abi.alignment == 64);
+    // an fp32 state never goes through SMEM: no map, the ABI as before
+    const KernelPlan with_fp32 = lower(v, fp32_state);
+    CHECK_FALSE(with_fp32.state_tensor_map);
+    CHECK_FALSE(field(with_fp32, "tma_state"));
+  }
+  // the direct grid keeps the state in registers from global memory
+  const ValidatedSchedule direct = validate(test::shipped_schedule("sm90_wgmma_c16"), test::target_named("sm_90a"));
+  CHECK_FALSE(lower(direct, ShapeKey{}).state_tensor_map);
+}

@@ -155,3 +155,33 @@ TEST_CASE("tensor map: the checkpoint rows' stack of matrices in M-tile boxes is
   const TensorMapRequest odd = swizzled_matrix_stack_tensor_map(0x7f0000001008ull, TmaDataType::bf16, 4, 128, 128, 64, 128);
   CHECK_THAT(tensor_map_problems(odd).front(), Contains("globalAddress"));
 }
+
+TEST_CASE("tensor map: a call's state slots in M-tile boxes of one head's state are valid, pool pitch included",
+          "[compiler][tensor_map]") {
+  // initial_state [N, H, 128, 128] bf16, or a pool of slots `pitch` elements apart
+  const std::uint64_t heads = 96;
+  const std::uint64_t slot = heads * 128 * 128;
+  for (std::uint64_t pitch : {slot, slot + 8, 2 * slot}) {
+    INFO(pitch);
+    const TensorMapRequest r =
+        swizzled_state_slots_tensor_map(0x7f0000001000ull, TmaDataType::bf16, 4096, heads, 128, pitch, 64, 128);
+    CHECK(tensor_map_problems(r).empty());
+    CHECK(r.rank == 3);
+    CHECK(r.swizzle == TmaSwizzle::b128);
+    CHECK(r.global_dim[0] == 128);         // keys
+    CHECK(r.global_dim[1] == heads * 128); // value rows of every head: box row h 128 + m0
+    CHECK(r.global_dim[2] == 4096);        // slots
+    CHECK(r.global_strides[0] == 256);     // one value row
+    CHECK(r.global_strides[1] == pitch * 2);
+    CHECK(r.box_dim[0] * 2 == 128); // the inner box spans exactly the 128-byte swizzle
+    CHECK(r.box_dim[1] == 128);
+    CHECK(r.box_dim[2] == 1);
+  }
+  // a pitch below one slot, or not a multiple of 16 bytes, is caught on the host
+  const TensorMapRequest short_pitch =
+      swizzled_state_slots_tensor_map(0x7f0000001000ull, TmaDataType::bf16, 8, heads, 128, slot - 64, 64, 128);
+  CHECK_THAT(tensor_map_problems(short_pitch).front(), Contains("globalStrides[1]"));
+  const TensorMapRequest odd_pitch =
+      swizzled_state_slots_tensor_map(0x7f0000001000ull, TmaDataType::bf16, 8, heads, 128, slot + 4, 64, 128);
+  CHECK_THAT(tensor_map_problems(odd_pitch).front(), Contains("globalStrides[1]"));
+}
