@@ -234,14 +234,24 @@ __device__ __forceinline__ void produce_v_persistent(const Params& p, u8* smem, 
   const int lane = threadIdx.x & 31;
   i64 ring = 0;
   i64 local = 0; // the CTA's items so far
-  for_each_item<ItemLookup::out_of_line>(p, [&](i64, const RecurrenceWork& w, i64 chunks) {
+  for_each_item<ItemLookup::out_of_line>(p, [&](i64 item, const RecurrenceWork& w, i64 chunks) {
     if constexpr (STATES && k_state_in_smem) { // plans with an fp32 state have no tma_state
-      if (p.state_in != nullptr && lane == 0) {
-        const int b = static_cast<int>(local % k_state_tiles);
-        if (local >= k_state_tiles) {
-          mbarrier_wait(state_empty + b, static_cast<u32>((local / k_state_tiles - 1) & 1));
+      if (p.state_in != nullptr) {
+        if (lane == 0) {
+          const int b = static_cast<int>(local % k_state_tiles);
+          if (local >= k_state_tiles) {
+            mbarrier_wait(state_empty + b, static_cast<u32>((local / k_state_tiles - 1) & 1));
+          }
+          load_state_tile(p, w, smem + R::STATE_IN_OFFSET + b * k_state_tile_bytes, state_full + b);
         }
-        load_state_tile(p, w, smem + R::STATE_IN_OFFSET + b * k_state_tile_bytes, state_full + b);
+        // the CTA's next item's rows into L2 meanwhile: its tile load, issued
+        // once the item before it is done with that tile, then reads L2
+        if (item + gridDim.x < persistent_items(p)) {
+          const RecurrenceWork next = persistent_work_out_of_line(p, item + gridDim.x);
+          if (lane == 0) {
+            prefetch_state(p, next);
+          }
+        }
       }
     }
     ++local;
