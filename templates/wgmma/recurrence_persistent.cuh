@@ -224,9 +224,10 @@ __device__ __forceinline__ void produce_records_persistent(const kda_plan::KdaPa
 // Producer warp 1 (every lane): for each of the CTA's items, a bf16 state's
 // rows into state_in tile i mod k_state_tiles once the tile's previous item
 // is done with it (STATES; lane 0 issues the TMA loads), then the V rows,
-// each chunk's once its slot is free (V). A kernel with a warp to spare gives
-// the two to two warps.
-template <bool STATES = true, bool V = true, class Params>
+// each chunk's once its slot is free (V); with NEXT_STATE_TO_L2, as each
+// tile load is issued, the CTA's next item's state rows into L2. A kernel
+// with a warp to spare gives the two to two warps.
+template <bool STATES = true, bool V = true, bool NEXT_STATE_TO_L2 = false, class Params>
 __device__ __forceinline__ void produce_v_persistent(const Params& p, u8* smem, u64* full, u64* empty) {
   namespace R = kda_plan::recurrence;
   u64* const state_full = reinterpret_cast<u64*>(smem + R::STATE_FULL_OFFSET);
@@ -244,9 +245,11 @@ __device__ __forceinline__ void produce_v_persistent(const Params& p, u8* smem, 
           }
           load_state_tile(p, w, smem + R::STATE_IN_OFFSET + b * k_state_tile_bytes, state_full + b);
         }
-        // the CTA's next item's rows into L2 meanwhile: its tile load, issued
-        // once the item before it is done with that tile, then reads L2
-        if (item + gridDim.x < persistent_items(p)) {
+        // NEXT_STATE_TO_L2: the CTA's next item's rows into L2 meanwhile: its
+        // tile load, issued once the item before it is done with that tile,
+        // then reads L2 (the fused kernel's items of a few tokens; the
+        // decomposed kernels' longer items were slower with it)
+        if (NEXT_STATE_TO_L2 && item + gridDim.x < persistent_items(p)) {
           const RecurrenceWork next = persistent_work_out_of_line(p, item + gridDim.x);
           if (lane == 0) {
             prefetch_state(p, next);
