@@ -376,7 +376,10 @@ __device__ __forceinline__ void fused_persistent(const kda_plan::KdaParams& p) {
     if (job == 0) {
       produce_tiles_fused(p, smem); // the prepare group's tiles (no records to copy here)
     } else if (job == 1) {
-      produce_v_persistent<true, true, true>(p, smem, full, empty); // the states' rows (the next one's into L2), the V rows
+      // the states' rows (the next one's into L2 too, where no checkpoint
+      // rows fill DRAM's write side: with them the prefetch measured slower)
+      // and the V rows
+      produce_v_persistent<true, true, kda_plan::CHECKPOINTS == 0>(p, smem, full, empty);
     } else {
       produce_persistent_rows(p, smem, job);
     }
