@@ -249,10 +249,12 @@ __device__ __forceinline__ void produce_v_persistent(const Params& p, u8* smem, 
         // tile load, issued once the item before it is done with that tile,
         // then reads L2 (the fused kernel's items of a few tokens; the
         // decomposed kernels' longer items were slower with it)
-        if (NEXT_STATE_TO_L2 && item + gridDim.x < persistent_items(p)) {
-          const RecurrenceWork next = persistent_work_out_of_line(p, item + gridDim.x);
-          if (lane == 0) {
-            prefetch_state(p, next);
+        if constexpr (NEXT_STATE_TO_L2) {
+          if (item + gridDim.x < persistent_items(p)) {
+            const RecurrenceWork next = persistent_work_out_of_line(p, item + gridDim.x);
+            if (lane == 0) {
+              prefetch_state(p, next);
+            }
           }
         }
       }
