@@ -44,6 +44,10 @@ if [ ! -e "$build/tests/kdajit_tests" ] && [ -f "$build/gpu-build.tar.xz" ]; the
   tar -C "$build" -xJf "$build/gpu-build.tar.xz"
 fi
 status=0
+# the cases that run the CLI as a child process take this build's, wherever
+# it was unpacked (the test binary's compiled-in path is the development
+# machine's)
+export KDAJIT_CLI="$build/tools/kdajit"
 if [ "$markers" != "fla" ]; then
   warm=$(date +%s)
   grep -v '^#' "$root/tests/gpu-kernels.txt" |

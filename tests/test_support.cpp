@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -11,6 +12,11 @@ namespace kda::test {
 
 std::string source_path(const std::string& relative) {
   return std::string(KDAJIT_SOURCE_DIR) + "/" + relative;
+}
+
+std::string kdajit_binary() {
+  const char* cli = std::getenv("KDAJIT_CLI");
+  return cli != nullptr && *cli != '\0' ? std::string(cli) : std::string(KDAJIT_BINARY);
 }
 
 std::string read_text(const std::string& path) {

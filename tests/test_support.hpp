@@ -12,6 +12,12 @@ namespace kda::test {
 /// Absolute path of a file in the source tree.
 std::string source_path(const std::string& relative);
 
+/// The kdajit executable the tests run as a child process: $KDAJIT_CLI where
+/// set (scripts/gpu-tests.sh points it at the build it runs, which may have
+/// been unpacked away from the path this test binary was built at), else the
+/// executable of this build.
+std::string kdajit_binary();
+
 /// Reads a whole file; fails the test when it cannot.
 std::string read_text(const std::string& path);
 

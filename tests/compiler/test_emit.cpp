@@ -58,7 +58,7 @@ TEST_CASE("emitted source has the plan header, the fragments and the entry point
 }
 
 TEST_CASE("emission is deterministic across processes", "[compiler][emit]") {
-  const std::string binary = KDAJIT_BINARY;
+  const std::string binary = test::kdajit_binary();
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "kdajit-emit-determinism";
   std::filesystem::create_directories(dir);
   const std::string a = (dir / "a.cu").string();

@@ -118,7 +118,7 @@ TEST_CASE("usage errors exit 2, unreadable files exit 3", "[tools][cli]") {
 
 TEST_CASE("the kdajit binary maps results to the documented exit codes", "[tools][cli]") {
   // The same through the real executable (what scripts and CI call).
-  const std::string binary = KDAJIT_BINARY;
+  const std::string binary = test::kdajit_binary();
   auto status = [&](const std::string& args) {
     const int raw = std::system((binary + " " + args + " >/dev/null 2>&1").c_str());
     return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;

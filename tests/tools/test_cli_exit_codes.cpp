@@ -145,7 +145,7 @@ TEST_CASE("compile exits 5 when a compiled kernel cannot be written to the disk 
   const std::string blocker = write_file(dir / "not-a-directory", "x");
   const std::string env = fmt::format("env -u KDAJIT_BUNDLE_PATH KDAJIT_CACHE_DIR={0} XDG_CACHE_HOME={0} HOME={0} TMPDIR={0} ",
                                       blocker);
-  const std::string command = env + KDAJIT_BINARY +
+  const std::string command = env + test::kdajit_binary() +
                               " compile --schedule portable_c16 --target sm_90 --json > " +
                               (dir / "out.json") + " 2> " + (dir / "err.txt");
   const int raw = std::system(command.c_str());
@@ -166,7 +166,7 @@ TEST_CASE("KDAJIT_BUNDLE_PATH: a directory named x.kdab is no bundle, inside a l
   const cache::test::ScratchDir dir;
   std::filesystem::create_directories(dir / "bundles/x.kdab");
   const std::string command = fmt::format("KDAJIT_BUNDLE_PATH={0}:{0}/x.kdab {1} env --json > {2} 2> {3}",
-                                          dir / "bundles", KDAJIT_BINARY, dir / "out.json", dir / "err.txt");
+                                          dir / "bundles", test::kdajit_binary(), dir / "out.json", dir / "err.txt");
   const int raw = std::system(command.c_str());
   const std::string out = test::read_text(dir / "out.json");
   const std::string err = test::read_text(dir / "err.txt");

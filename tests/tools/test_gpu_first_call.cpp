@@ -34,7 +34,7 @@ std::string run(const std::string& command, int& status) {
 TEST_CASE("gpu tiered: the first call runs tier 0, the routed kernel takes over once built", "[gpu][tier0][tiered]") {
   int status = 0;
   const std::string out =
-      run(std::string(KDAJIT_BINARY) + " first-call --workload h64_uniform_8x1024 --processes 1 --json", status);
+      run(kda::test::kdajit_binary() + " first-call --workload h64_uniform_8x1024 --processes 1 --json", status);
   REQUIRE(status == 0);
   const nlohmann::json j = nlohmann::json::parse(out);
   REQUIRE(j["runs"].size() == 2);
@@ -68,13 +68,13 @@ TEST_CASE("gpu tiered: exit during the background compile is clean and the cache
   std::filesystem::remove_all(dir);
   std::filesystem::remove_all(compute_cache);
   int status = 0;
-  const std::string out = run(std::string(KDAJIT_BINARY) + " first-call --child --exit-after-first-call "
+  const std::string out = run(kda::test::kdajit_binary() + " first-call --child --exit-after-first-call "
                                                           "--workload h64_uniform_8x1024 --cache-dir " + dir.string(),
                               status);
   CHECK(status == 0);
   CHECK(nlohmann::json::parse(out)["tier"] == "tier0");
   int listed = 0;
-  const std::string entries = run(std::string("KDAJIT_CACHE_DIR=") + dir.string() + " " + KDAJIT_BINARY +
+  const std::string entries = run(std::string("KDAJIT_CACHE_DIR=") + dir.string() + " " + kda::test::kdajit_binary() +
                                       " cache ls --json",
                                   listed);
   CHECK(listed == 0);
