@@ -12,7 +12,7 @@ namespace kda {
 namespace {
 
 // the token kernel with its state in SMEM: rolled loops, compiled in ~30 ms
-// where the unrolled register kernel takes ~250 ms (docs/bench/CURRENT.md)
+// where the unrolled register kernel takes ~250 ms (docs/bench/archive/LOG.md)
 constexpr const char* k_tier0_schedule = "token_llvm_smem";
 
 } // namespace

@@ -31,7 +31,7 @@ while each variant's benches ran, from nvidia-smi samples every 100 ms: the
 SM clock, the share of busy samples (over 300 W) with the power cap lowering
 it (clock event reason SW power cap), the highest power and the temperature;
 a build whose bench finds the GPU capped more often than the other's is not
-compared on equal terms (docs/bench/CURRENT.md, "The bench's own calls and
+compared on equal terms (docs/bench/archive/LOG.md, "The bench's own calls and
 the GPU's power cap"). Exit status 0 when it ran (whatever the verdicts), 2
 on bad usage or no H200.
 """
